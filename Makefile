@@ -1,0 +1,32 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+export UV_PYTHON_DOWNLOADS := never
+export UV_COMPILE_BYTECODE := 1
+export UV_PROJECT_ENVIRONMENT := .venv
+
+UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test lint clean
+
+setup: .venv/.synced
+
+.tools/bin/uv:
+	python3 -m venv .tools
+	.tools/bin/pip install --quiet uv
+
+.venv/.synced: pyproject.toml uv.lock | $(UV)
+	scripts/setup-system.sh
+	$(UV) sync --frozen
+	touch $@
+
+demo: setup
+	$(UV) run --frozen videocopies demo
+
+test: setup
+	$(UV) run --frozen pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(UV) run --frozen ruff check src tests bench
+
+clean:
+	rm -rf .venv .tools .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""The pure domain core: attrs and the standard library only, synchronous, no I/O."""
