@@ -1,0 +1,28 @@
+"""Application errors: what a caller asked for does not exist, or lost a race."""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.define
+class ApplicationError(Exception):
+    def __str__(self) -> str:
+        fields = ", ".join(f"{a.name}={getattr(self, a.name)!r}" for a in attrs.fields(type(self)))
+        return f"{type(self).__name__}({fields})"
+
+
+@attrs.define
+class NotFound(ApplicationError):
+    """Absent, or not the caller's to see (we do not tell the two apart)."""
+
+    kind: str
+    key: str
+
+
+@attrs.define
+class Conflict(ApplicationError):
+    """A concurrent change won; the caller may retry with fresh state."""
+
+    kind: str
+    key: str

@@ -1,0 +1,161 @@
+"""Ports: what the application needs from the world, named for their role."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+import attrs
+
+from videocopies.domain.coins import CoinAccount
+from videocopies.domain.effects import EffectsPlan
+from videocopies.domain.jobs import Job
+from videocopies.domain.orders import Order
+from videocopies.domain.payments import Payment, ProviderTransaction
+from videocopies.domain.receipts import Receipt
+from videocopies.domain.shared import JobId, LotId, OrderId, OwnerToken, UserId, WorkerId
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+class Ids(Protocol):
+    """Identifiers, owner tokens and seeds come from here, never from the domain."""
+
+    def order_id(self) -> OrderId: ...
+    def job_id(self) -> JobId: ...
+    def lot_id(self) -> LotId: ...
+    def owner_token(self) -> OwnerToken: ...
+    def seed(self) -> int: ...
+
+
+@attrs.frozen
+class RefusedWrite:
+    """A write from a worker that had lost its lease (a zombie), counted, never applied."""
+
+    job_id: JobId
+    worker_id: WorkerId | None
+    operation: str
+    reason: str
+    at: datetime
+
+
+@attrs.frozen
+class OutboxMessage:
+    """Something to tell a user, written in the same transaction as the change it reports."""
+
+    user_id: UserId
+    kind: str  # copy_ready, order_closed, ...
+    payload: dict[str, Any]
+    dedup_key: str
+
+
+class CoinAccountRepository(Protocol):
+    async def get(self, user_id: UserId) -> CoinAccount | None: ...
+    async def add(self, account: CoinAccount) -> None: ...
+    async def with_lots_expiring(self, now: datetime, limit: int) -> Sequence[CoinAccount]: ...
+
+
+class OrderRepository(Protocol):
+    async def get(self, order_id: OrderId) -> Order | None: ...
+    async def add(self, order: Order) -> None: ...
+
+
+class JobRepository(Protocol):
+    async def get(self, job_id: JobId) -> Job | None: ...
+    async def for_order(self, order_id: OrderId) -> Job | None: ...
+    async def add(self, job: Job) -> None: ...
+    async def claimable(self, now: datetime, limit: int) -> Sequence[Job]:
+        """Queued jobs, and leased ones whose lease ran out, oldest first, skipping any
+        another transaction is holding."""
+        ...
+    async def expired(self, now: datetime, limit: int) -> Sequence[Job]: ...
+
+
+class ReceiptRepository(Protocol):
+    async def get(self, receipt_id: str) -> Receipt | None: ...
+    async def add(self, receipt: Receipt) -> None: ...
+
+
+class PaymentRepository(Protocol):
+    async def get(self, external_id: str) -> Payment | None: ...
+    async def add(self, payment: Payment) -> None: ...
+    async def list(self) -> Sequence[Payment]: ...
+
+
+class RefusedWriteLog(Protocol):
+    async def add(self, refusal: RefusedWrite) -> None: ...
+    async def count(self) -> int: ...
+
+
+class Outbox(Protocol):
+    async def add(self, message: OutboxMessage) -> None: ...
+    async def pending(self, limit: int) -> Sequence[tuple[int, OutboxMessage]]: ...
+    async def mark_sent(self, message_id: int) -> None: ...
+
+
+class UnitOfWork(Protocol):
+    """One transaction. Leaving the block without `commit` rolls everything back."""
+
+    accounts: CoinAccountRepository
+    orders: OrderRepository
+    jobs: JobRepository
+    receipts: ReceiptRepository
+    payments: PaymentRepository
+    refusals: RefusedWriteLog
+    outbox: Outbox
+
+    async def __aenter__(self) -> UnitOfWork: ...
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+    async def commit(self) -> None: ...
+    async def rollback(self) -> None: ...
+
+
+class Notifier(Protocol):
+    """Wakes waiting claimers; a wake-up only means 'try to claim'."""
+
+    def job_available(self) -> None: ...
+    async def wait(self, timeout: float) -> bool: ...
+
+
+class PaymentProvider(Protocol):
+    """The payment provider's own list of settled transactions."""
+
+    def transactions(self) -> AsyncIterator[ProviderTransaction]: ...
+
+
+class ObjectStore(Protocol):
+    async def put_file(self, key: str, path: Path) -> tuple[int, str]:
+        """Store a file; returns its size and SHA-256."""
+        ...
+    async def get_file(self, key: str, path: Path) -> None: ...
+    async def delete(self, key: str) -> None: ...
+    async def presigned_url(self, key: str, ttl: timedelta) -> str: ...
+
+
+class Transcoder(Protocol):
+    async def render(self, plan: EffectsPlan, source: Path, target: Path) -> None: ...
+
+
+@attrs.frozen
+class ProbeResult:
+    duration_s: float
+    width: int
+    height: int
+    has_audio: bool
+    frames: int
+
+
+class Prober(Protocol):
+    async def probe(self, path: Path, full_decode: bool = True) -> ProbeResult: ...
+
+
+class Messenger(Protocol):
+    async def send_text(self, user_id: UserId, text: str) -> None: ...
+    async def send_video(self, user_id: UserId, path: Path, caption: str) -> None: ...

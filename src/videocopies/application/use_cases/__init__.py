@@ -1,0 +1,36 @@
+"""One use case per command; each owns one transaction (or a few, never across I/O)."""
+
+from videocopies.application.use_cases.cancel_order import CancelOrder, CancelOrderCommand
+from videocopies.application.use_cases.claim_job import ClaimedJob, ClaimJob, ClaimJobCommand
+from videocopies.application.use_cases.coins import ExpireCoins, GrantCoins, GrantCoinsCommand
+from videocopies.application.use_cases.confirm_order import ConfirmOrder, ConfirmOrderCommand
+from videocopies.application.use_cases.finish_job import (
+    AcknowledgeCancel,
+    CompleteJob,
+    CompleteJobCommand,
+    ExpireLeases,
+    FailJob,
+    FailJobCommand,
+)
+from videocopies.application.use_cases.lease_writes import (
+    CheckpointCopy,
+    CheckpointCopyCommand,
+    RenewLease,
+    RenewLeaseCommand,
+)
+from videocopies.application.use_cases.payments import (
+    CreditPayment,
+    CreditPaymentCommand,
+    ReconcilePayments,
+)
+from videocopies.application.use_cases.quote_order import QuoteOrder, QuoteOrderCommand
+from videocopies.application.use_cases.record_delivery import RecordDelivery, RecordDeliveryCommand
+
+__all__ = [
+    "AcknowledgeCancel", "CancelOrder", "CancelOrderCommand", "CheckpointCopy",
+    "CheckpointCopyCommand", "ClaimJob", "ClaimJobCommand", "ClaimedJob", "CompleteJob",
+    "CompleteJobCommand", "ConfirmOrder", "ConfirmOrderCommand", "CreditPayment",
+    "CreditPaymentCommand", "ExpireCoins", "ExpireLeases", "FailJob", "FailJobCommand",
+    "GrantCoins", "GrantCoinsCommand", "QuoteOrder", "QuoteOrderCommand", "ReconcilePayments",
+    "RecordDelivery", "RecordDeliveryCommand", "RenewLease", "RenewLeaseCommand",
+]

@@ -1,0 +1,96 @@
+"""Small helpers shared by use cases: loading aggregates and settling an order's coins."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from videocopies.application.errors import NotFound
+from videocopies.application.ports import OutboxMessage, RefusedWrite, UnitOfWork
+from videocopies.domain.coins import CoinAccount
+from videocopies.domain.jobs import Job, JobState, LeaseLost
+from videocopies.domain.orders import Order, OrderState
+from videocopies.domain.shared import JobId, OrderId, UserId, WorkerId
+
+UowFactory = Callable[[], UnitOfWork]
+
+
+async def load_order(uow: UnitOfWork, order_id: OrderId, user_id: UserId | None = None) -> Order:
+    order = await uow.orders.get(order_id)
+    if order is None or (user_id is not None and order.user_id != user_id):
+        raise NotFound("order", str(order_id))
+    return order
+
+
+async def load_job(uow: UnitOfWork, job_id: JobId) -> Job:
+    job = await uow.jobs.get(job_id)
+    if job is None:
+        raise NotFound("job", str(job_id))
+    return job
+
+
+async def load_account(uow: UnitOfWork, user_id: UserId, create: bool = False) -> CoinAccount:
+    account = await uow.accounts.get(user_id)
+    if account is None:
+        if not create:
+            raise NotFound("account", str(user_id))
+        account = CoinAccount(user_id)
+        await uow.accounts.add(account)
+    return account
+
+
+async def settle(uow: UnitOfWork, order: Order, released: int, now: datetime) -> None:
+    """Return an order's undelivered coins to their lots and tell the user it is closed.
+    A cancelled order returns everything still held; a done or failed one returns only
+    `released`, keeping the price of rendered copies that are still being delivered."""
+    account = await load_account(uow, order.user_id)
+    reservation = account.reservation(order.order_id)
+    if reservation is not None and reservation.open:
+        full = order.state is OrderState.CANCELLED
+        account.release(order.order_id, now, None if full else released)
+    await uow.outbox.add(
+        OutboxMessage(
+            order.user_id,
+            "order_closed",
+            {
+                "order_id": order.order_id,
+                "state": order.state.value,
+                "charged": order.charged,
+                "released": released,
+                "reason": order.failure_reason,
+            },
+            dedup_key=f"closed:{order.order_id}",
+        )
+    )
+
+
+async def close_order_for_job(uow: UnitOfWork, job: Job, now: datetime) -> None:
+    """A job reached a final state: bring its order along and settle the coins."""
+    order = await load_order(uow, job.order_id)
+    if order.is_final:
+        return
+    if job.state is JobState.CANCELLED:
+        order.request_cancel()
+        released = order.finish_cancel()
+    elif job.state is JobState.FAILED:
+        released = order.fail(job.last_error or "failed")
+    elif job.state is JobState.DONE:
+        released = order.complete()
+    else:
+        return
+    await settle(uow, order, released, now)
+
+
+async def record_refusal(
+    uow_factory: UowFactory,
+    refused: LeaseLost,
+    worker_id: WorkerId | None,
+    operation: str,
+    now: datetime,
+) -> None:
+    """Count a zombie's write in its own transaction: the refused one was rolled back."""
+    async with uow_factory() as uow:
+        await uow.refusals.add(
+            RefusedWrite(refused.job_id, worker_id, operation, refused.reason.value, now)
+        )
+        await uow.commit()

@@ -1,0 +1,64 @@
+"""A worker takes jobs: a lease, a fresh owner token, and the copies still to render."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import attrs
+
+from videocopies.application.errors import Conflict
+from videocopies.application.ports import Clock, Ids
+from videocopies.application.use_cases._common import UowFactory, close_order_for_job, load_order
+from videocopies.domain.effects import EffectsPlan
+from videocopies.domain.shared import JobId, OrderId, OwnerToken, WorkerId
+
+
+@attrs.frozen
+class ClaimJobCommand:
+    worker_id: WorkerId
+    limit: int = 1
+
+
+@attrs.frozen
+class ClaimedJob:
+    """What a worker needs to render: the source, the token for every write, and the
+    remaining copies with the plans fixed at confirmation."""
+
+    job_id: JobId
+    order_id: OrderId
+    token: OwnerToken
+    lease_until: datetime
+    attempt: int
+    source_key: str
+    remaining: tuple[tuple[int, EffectsPlan], ...]
+
+
+class ClaimJob:
+    """Claim up to `limit` jobs: queued ones, or ones whose lease ran out (taken over;
+    an expiry that exhausts the attempts fails the order and refunds it)."""
+
+    def __init__(self, uow: UowFactory, clock: Clock, ids: Ids, ttl: timedelta) -> None:
+        self._uow, self._clock, self._ids, self._ttl = uow, clock, ids, ttl
+
+    async def __call__(self, cmd: ClaimJobCommand) -> list[ClaimedJob]:
+        now = self._clock.now()
+        claimed: list[ClaimedJob] = []
+        try:
+            async with self._uow() as uow:
+                for job in await uow.jobs.claimable(now, cmd.limit):
+                    if job.expire(now) and job.is_final:
+                        await close_order_for_job(uow, job, now)
+                        continue
+                    order = await load_order(uow, job.order_id)
+                    lease = job.claim(cmd.worker_id, self._ids.owner_token(), now, self._ttl)
+                    order.start()
+                    claimed.append(
+                        ClaimedJob(
+                            job.job_id, job.order_id, lease.token, lease.lease_until,
+                            lease.attempt, order.quote.source_key, tuple(job.remaining()),
+                        )
+                    )
+                await uow.commit()
+        except Conflict:
+            return []  # another claimer won these rows; the caller simply polls again
+        return claimed

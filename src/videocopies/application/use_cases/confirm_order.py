@@ -1,0 +1,53 @@
+"""Confirm a quote: reserve the coins, create the order's job and fix every copy's effects."""
+
+from __future__ import annotations
+
+import attrs
+
+from videocopies.application.ports import Clock, Ids, Notifier
+from videocopies.application.use_cases._common import UowFactory, load_account, load_order
+from videocopies.domain.effects import plan_copies
+from videocopies.domain.jobs import make_job
+from videocopies.domain.pricing import PricingPolicy
+from videocopies.domain.shared import OrderId, UserId
+
+
+@attrs.frozen
+class ConfirmOrderCommand:
+    user_id: UserId
+    quote_id: OrderId
+    token: str
+
+
+class ConfirmOrder:
+    """One transaction: the quote is checked and used, coins are reserved from the user's
+    lots, and the job with its effects plans is queued. Nothing else is locked."""
+
+    def __init__(
+        self,
+        uow: UowFactory,
+        clock: Clock,
+        ids: Ids,
+        policy: PricingPolicy,
+        secret: bytes,
+        notifier: Notifier,
+        max_attempts: int = 3,
+    ) -> None:
+        self._uow, self._clock, self._ids = uow, clock, ids
+        self._policy, self._secret, self._notifier = policy, secret, notifier
+        self._max_attempts = max_attempts
+
+    async def __call__(self, cmd: ConfirmOrderCommand) -> OrderId:
+        now = self._clock.now()
+        async with self._uow() as uow:
+            order = await load_order(uow, cmd.quote_id, cmd.user_id)
+            presented = attrs.evolve(order.quote, token=cmd.token)
+            order.confirm(presented, self._secret, now, self._policy, cmd.user_id)
+            account = await load_account(uow, cmd.user_id, create=True)
+            account.reserve(order.order_id, order.total, now)
+            plans = plan_copies(order.seed, order.quote.copies)
+            job = make_job(self._ids.job_id(), order.order_id, plans, now, self._max_attempts)
+            await uow.jobs.add(job)
+            await uow.commit()
+        self._notifier.job_available()
+        return order.order_id

@@ -1,0 +1,141 @@
+"""How a job ends: completed, failed, cancelled by its owner, or its lease ran out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from videocopies.application.ports import Clock, Notifier
+from videocopies.application.use_cases._common import (
+    UowFactory,
+    close_order_for_job,
+    load_job,
+    record_refusal,
+)
+from videocopies.domain.jobs import JobState, LeaseLost
+from videocopies.domain.receipts import Receipt
+from videocopies.domain.shared import JobId, OwnerToken, WorkerId
+
+
+@attrs.frozen
+class CompleteJobCommand:
+    job_id: JobId
+    token: OwnerToken
+    receipt_id: str
+    worker_id: WorkerId | None = None
+
+    def request(self) -> dict[str, Any]:
+        return {"op": "complete", "job_id": self.job_id, "token": self.token}
+
+
+class CompleteJob:
+    """Close a job whose every copy is checkpointed and settle its order. A retry with the
+    same receipt id gets the stored answer; it never runs twice."""
+
+    def __init__(self, uow: UowFactory, clock: Clock) -> None:
+        self._uow, self._clock = uow, clock
+
+    async def __call__(self, cmd: CompleteJobCommand) -> dict[str, Any]:
+        now = self._clock.now()
+        try:
+            async with self._uow() as uow:
+                if (receipt := await uow.receipts.get(cmd.receipt_id)) is not None:
+                    return dict(receipt.replay(cmd.request()))
+                job = await load_job(uow, cmd.job_id)
+                job.complete(cmd.token, now)
+                await close_order_for_job(uow, job, now)
+                result = {"job_id": job.job_id, "state": job.state.value, "copies": job.copies}
+                await uow.receipts.add(Receipt.record(cmd.receipt_id, cmd.request(), result))
+                await uow.commit()
+                return result
+        except LeaseLost as lost:
+            await record_refusal(self._uow, lost, cmd.worker_id, "complete", now)
+            raise
+
+
+@attrs.frozen
+class FailJobCommand:
+    job_id: JobId
+    token: OwnerToken
+    reason: str
+    retryable: bool
+    receipt_id: str
+    worker_id: WorkerId | None = None
+
+    def request(self) -> dict[str, Any]:
+        return {
+            "op": "fail", "job_id": self.job_id, "token": self.token,
+            "reason": self.reason, "retryable": self.retryable,
+        }
+
+
+class FailJob:
+    """The owner gives up on this attempt. The job is queued again while attempts remain;
+    after the last one the order fails and every coin not delivered is returned."""
+
+    def __init__(self, uow: UowFactory, clock: Clock, notifier: Notifier) -> None:
+        self._uow, self._clock, self._notifier = uow, clock, notifier
+
+    async def __call__(self, cmd: FailJobCommand) -> dict[str, Any]:
+        now = self._clock.now()
+        try:
+            async with self._uow() as uow:
+                if (receipt := await uow.receipts.get(cmd.receipt_id)) is not None:
+                    return dict(receipt.replay(cmd.request()))
+                job = await load_job(uow, cmd.job_id)
+                state = job.fail(cmd.token, now, cmd.reason, cmd.retryable)
+                await close_order_for_job(uow, job, now)
+                result = {"job_id": job.job_id, "state": state.value, "attempts": job.attempts}
+                await uow.receipts.add(Receipt.record(cmd.receipt_id, cmd.request(), result))
+                await uow.commit()
+        except LeaseLost as lost:
+            await record_refusal(self._uow, lost, cmd.worker_id, "fail", now)
+            raise
+        if state is JobState.QUEUED:
+            self._notifier.job_available()
+        return result
+
+
+class AcknowledgeCancel:
+    """The owner has stopped FFmpeg and its file operations: close the job and order,
+    and return what was not delivered."""
+
+    def __init__(self, uow: UowFactory, clock: Clock) -> None:
+        self._uow, self._clock = uow, clock
+
+    async def __call__(self, job_id: JobId, token: OwnerToken, worker_id: WorkerId | None = None) -> None:
+        now = self._clock.now()
+        try:
+            async with self._uow() as uow:
+                job = await load_job(uow, job_id)
+                job.acknowledge_cancel(token, now)
+                await close_order_for_job(uow, job, now)
+                await uow.commit()
+        except LeaseLost as lost:
+            await record_refusal(self._uow, lost, worker_id, "acknowledge_cancel", now)
+            raise
+
+
+class ExpireLeases:
+    """The sweep: leases that ran out are taken back, so the job can be claimed again
+    (or closed, when it was cancelled or out of attempts)."""
+
+    def __init__(self, uow: UowFactory, clock: Clock, notifier: Notifier, batch: int = 100) -> None:
+        self._uow, self._clock, self._notifier, self._batch = uow, clock, notifier, batch
+
+    async def __call__(self) -> int:
+        now = self._clock.now()
+        requeued = expired = 0
+        async with self._uow() as uow:
+            for job in await uow.jobs.expired(now, self._batch):
+                if job.expire(now):
+                    expired += 1
+                    if job.is_final:
+                        await close_order_for_job(uow, job, now)
+                    else:
+                        requeued += 1
+            await uow.commit()
+        if requeued:
+            self._notifier.job_available()
+        return expired

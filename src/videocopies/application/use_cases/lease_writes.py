@@ -1,0 +1,98 @@
+"""Writes a lease holder makes while it works: renew, and a checkpoint per finished copy."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import attrs
+
+from videocopies.application.ports import Clock, OutboxMessage
+from videocopies.application.use_cases._common import (
+    UowFactory,
+    load_job,
+    load_order,
+    record_refusal,
+)
+from videocopies.domain.jobs import CopyArtifact, LeaseLost
+from videocopies.domain.shared import JobId, OwnerToken, WorkerId
+
+
+@attrs.frozen
+class RenewLeaseCommand:
+    job_id: JobId
+    token: OwnerToken
+    worker_id: WorkerId | None = None
+
+
+@attrs.frozen
+class RenewResult:
+    lease_until: datetime
+    cancel_requested: bool
+
+
+class RenewLease:
+    """Extend the lease of a live owner; tells it when the user asked to cancel."""
+
+    def __init__(self, uow: UowFactory, clock: Clock, ttl: timedelta) -> None:
+        self._uow, self._clock, self._ttl = uow, clock, ttl
+
+    async def __call__(self, cmd: RenewLeaseCommand) -> RenewResult:
+        now = self._clock.now()
+        try:
+            async with self._uow() as uow:
+                job = await load_job(uow, cmd.job_id)
+                cancel = job.renew(cmd.token, now, self._ttl)
+                assert job.lease is not None
+                result = RenewResult(job.lease.lease_until, cancel)
+                await uow.commit()
+                return result
+        except LeaseLost as lost:
+            await record_refusal(self._uow, lost, cmd.worker_id, "renew", now)
+            raise
+
+
+@attrs.frozen
+class CheckpointCopyCommand:
+    job_id: JobId
+    token: OwnerToken
+    index: int
+    artifact: CopyArtifact
+    worker_id: WorkerId | None = None
+
+
+class CheckpointCopy:
+    """Record a stored, verified copy; in the same transaction the copy is queued for
+    sending to the user, so it arrives the moment it is ready."""
+
+    def __init__(self, uow: UowFactory, clock: Clock) -> None:
+        self._uow, self._clock = uow, clock
+
+    async def __call__(self, cmd: CheckpointCopyCommand) -> bool:
+        now = self._clock.now()
+        try:
+            async with self._uow() as uow:
+                job = await load_job(uow, cmd.job_id)
+                if not job.checkpoint(cmd.token, now, cmd.index, cmd.artifact):
+                    return False
+                order = await load_order(uow, job.order_id)
+                if order.copy_rendered(cmd.index, cmd.artifact.object_key):
+                    await uow.outbox.add(
+                        OutboxMessage(
+                            order.user_id,
+                            "copy_ready",
+                            {
+                                "order_id": order.order_id,
+                                "index": cmd.index,
+                                "copies": len(order.copies),
+                                "object_key": cmd.artifact.object_key,
+                                "size": cmd.artifact.size,
+                                "sha256": cmd.artifact.sha256,
+                            },
+                            dedup_key=f"copy:{order.order_id}:{cmd.index}",
+                        )
+                    )
+                await uow.commit()
+                return True
+        except LeaseLost as lost:
+            await record_refusal(self._uow, lost, cmd.worker_id, "checkpoint", now)
+            raise

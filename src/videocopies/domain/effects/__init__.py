@@ -1,0 +1,16 @@
+"""Effects: the seeded, immutable plan of changes for each copy of a video."""
+
+from videocopies.domain.effects.plan import (
+    MAX_COPIES,
+    MIN_PLAN_DISTANCE,
+    PLAN_VERSION,
+    EffectsPlan,
+    InvalidEffectsPlan,
+    distance,
+    plan_copies,
+)
+
+__all__ = [
+    "MAX_COPIES", "MIN_PLAN_DISTANCE", "PLAN_VERSION", "EffectsPlan", "InvalidEffectsPlan",
+    "distance", "plan_copies",
+]

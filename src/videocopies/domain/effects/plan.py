@@ -1,0 +1,208 @@
+"""The effects plan: the seeded, bounded changes that make one copy of a video unique."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from videocopies.domain.shared import DomainError
+
+PLAN_VERSION = 1
+DECIMALS = 4
+MAX_COPIES = 50
+MIN_PLAN_DISTANCE = 0.15
+
+# Bounds that keep every copy looking and sounding like its source (research/video.md).
+CROP = (0.015, 0.05)
+CROP_POSITION = (0.0, 1.0)
+BRIGHTNESS = (-0.03, 0.03)
+CONTRAST = (0.97, 1.04)
+SATURATION = (0.95, 1.08)
+HUE_DEGREES = (-3.0, 3.0)
+NOISE = (2, 6)
+SPEED = (0.97, 1.03)
+PITCH = (0.98, 1.02)
+CRF = (20, 24)
+
+
+@attrs.define
+class InvalidEffectsPlan(DomainError):
+    """A plan that is malformed or would change the copy more than a viewer must not notice."""
+
+    reason: str
+
+
+def _rounded(value: Any) -> Any:
+    # Fixed decimals make a plan survive to_dict/from_dict exactly; non-numbers reach the validator.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return round(float(value), DECIMALS)
+    return value
+
+
+def _within(lo: float, hi: float) -> Any:
+    def check(_plan: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if not isinstance(value, float):
+            raise InvalidEffectsPlan(f"{attribute.name} must be a number, got {value!r}")
+        if not lo <= value <= hi:
+            raise InvalidEffectsPlan(f"{attribute.name}={value} is outside {lo}..{hi}")
+
+    return check
+
+
+def _whole(lo: int | None = None, hi: int | None = None) -> Any:
+    def check(_plan: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidEffectsPlan(f"{attribute.name} must be a whole number, got {value!r}")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise InvalidEffectsPlan(f"{attribute.name}={value} is outside {lo}..{hi}")
+
+    return check
+
+
+def _flag(_plan: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise InvalidEffectsPlan(f"{attribute.name} must be true or false, got {value!r}")
+
+
+def _follows_speed(plan: EffectsPlan, _attribute: attrs.Attribute, value: Any) -> None:
+    if value != plan.speed:
+        raise InvalidEffectsPlan(f"audio_tempo={value!r} must equal speed={plan.speed!r}")
+
+
+def _amount(bounds: tuple[float, float]) -> Any:
+    return attrs.field(converter=_rounded, validator=_within(*bounds))
+
+
+@attrs.frozen(kw_only=True)
+class EffectsPlan:
+    """How one copy differs from the source, by amounts a viewer does not notice.
+
+    Crop removes a share of each axis (the window placed at crop_x, crop_y of the slack) and
+    the picture is scaled back to the source size; colour, grain and speed move a little; the
+    sound keeps pace with the picture (audio_tempo always equals speed); pitch may shift
+    slightly; the encoder quality jitters; metadata is stripped.
+    """
+
+    seed: int = attrs.field(validator=_whole())
+    copy_index: int = attrs.field(validator=_whole(0, MAX_COPIES - 1))
+    attempt: int = attrs.field(default=0, validator=_whole(0))
+    retry: int = attrs.field(default=0, validator=_whole(0))
+    crop: float = _amount(CROP)
+    crop_x: float = _amount(CROP_POSITION)
+    crop_y: float = _amount(CROP_POSITION)
+    brightness: float = _amount(BRIGHTNESS)
+    contrast: float = _amount(CONTRAST)
+    saturation: float = _amount(SATURATION)
+    hue: float = _amount(HUE_DEGREES)
+    noise: int = attrs.field(validator=_whole(*NOISE))
+    speed: float = _amount(SPEED)
+    audio_tempo: float = attrs.field(
+        default=attrs.Factory(lambda plan: plan.speed, takes_self=True),
+        converter=_rounded,
+        validator=_follows_speed,
+    )
+    pitch: float | None = attrs.field(
+        default=None, converter=_rounded, validator=attrs.validators.optional(_within(*PITCH))
+    )
+    crf: int = attrs.field(validator=_whole(*CRF))
+    strip_metadata: bool = attrs.field(default=True, validator=_flag)
+
+    @classmethod
+    def derive(cls, seed: int, copy_index: int, attempt: int = 0, *, retry: int = 0) -> EffectsPlan:
+        """The same seed, copy, attempt and retry always give the same plan, in any process."""
+        # A str seed goes through SHA-512, so the draws do not depend on hash randomisation.
+        rng = random.Random(f"effects.v{PLAN_VERSION}:{seed}:{copy_index}:{attempt}:{retry}")
+
+        def amount(bounds: tuple[float, float]) -> float:
+            lo, hi = bounds
+            return lo + (hi - lo) * rng.random()
+
+        def whole(bounds: tuple[int, int]) -> int:
+            lo, hi = bounds
+            return lo + int(rng.random() * (hi - lo + 1))
+
+        speed = amount(SPEED)
+        return cls(
+            seed=seed, copy_index=copy_index, attempt=attempt, retry=retry,
+            crop=amount(CROP), crop_x=amount(CROP_POSITION), crop_y=amount(CROP_POSITION),
+            brightness=amount(BRIGHTNESS), contrast=amount(CONTRAST),
+            saturation=amount(SATURATION), hue=amount(HUE_DEGREES), noise=whole(NOISE),
+            speed=speed, audio_tempo=speed, pitch=amount(PITCH), crf=whole(CRF),
+            strip_metadata=True,
+        )
+
+    def next_variant(self, avoid: Iterable[EffectsPlan] = ()) -> EffectsPlan:
+        """The plan to re-render this copy with after it fails a quality gate.
+
+        It is attempt + 1 of the same copy, and at least MIN_PLAN_DISTANCE from this plan and
+        from every plan to avoid (such as the other copies of the order).
+        """
+        return _far_from((self, *avoid), self.seed, self.copy_index, self.attempt + 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as plain JSON-ready values, tagged with the plan format version."""
+        return {"version": PLAN_VERSION, **attrs.asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EffectsPlan:
+        """Read a stored plan back, refusing anything a plan's own rules would refuse."""
+        if not isinstance(data, Mapping):
+            raise InvalidEffectsPlan(f"a plan must be a mapping, got {type(data).__name__}")
+        version = data.get("version")
+        if type(version) is not int or version != PLAN_VERSION:
+            raise InvalidEffectsPlan(f"unsupported plan version {version!r}")
+        names = [field.name for field in attrs.fields(cls)]
+        if missing := [name for name in names if name not in data]:
+            raise InvalidEffectsPlan(f"missing {', '.join(missing)}")
+        if unknown := sorted(set(data) - set(names) - {"version"}, key=str):
+            raise InvalidEffectsPlan(f"unknown {', '.join(map(str, unknown))}")
+        return cls(**{name: data[name] for name in names})
+
+
+# Audio tempo follows speed, and CRF and metadata change only the file, so they are not measured.
+_MEASURED = (
+    ("crop", CROP), ("crop_x", CROP_POSITION), ("crop_y", CROP_POSITION),
+    ("brightness", BRIGHTNESS), ("contrast", CONTRAST), ("saturation", SATURATION),
+    ("hue", HUE_DEGREES), ("noise", NOISE), ("speed", SPEED), ("pitch", PITCH),
+)
+
+
+def distance(a: EffectsPlan, b: EffectsPlan) -> float:
+    """How differently two plans change a video, from 0 (same look) to 1 (opposite extremes).
+
+    The mean, over crop, crop_x, crop_y, brightness, contrast, saturation, hue, noise, speed and
+    pitch, of the absolute difference as a share of that parameter's allowed range; a plan
+    without pitch counts as pitch 1.0 (unchanged).
+    """
+    def value(plan: EffectsPlan, name: str) -> float:
+        found = getattr(plan, name)
+        return 1.0 if found is None else found
+
+    total = sum(abs(value(a, n) - value(b, n)) / (hi - lo) for n, (lo, hi) in _MEASURED)
+    return total / len(_MEASURED)
+
+
+def plan_copies(seed: int, copies: int) -> tuple[EffectsPlan, ...]:
+    """One plan per copy of an order, no two closer than MIN_PLAN_DISTANCE.
+
+    An order has 1 to MAX_COPIES copies; a copy whose first draw is too close to an earlier one
+    is drawn again with the next retry salt, so the result is still the same for the same seed.
+    """
+    if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= MAX_COPIES:
+        raise InvalidEffectsPlan(f"an order has 1..{MAX_COPIES} copies, not {copies!r}")
+    plans: list[EffectsPlan] = []
+    for index in range(copies):
+        plans.append(_far_from(plans, seed, index, 0))
+    return tuple(plans)
+
+
+def _far_from(others: Iterable[EffectsPlan], seed: int, index: int, attempt: int) -> EffectsPlan:
+    others = tuple(others)
+    # Two draws are this close with probability under 1 %, so even beside 49 others a draw is
+    # far enough more often than not and the search ends after a few retries.
+    draws = (EffectsPlan.derive(seed, index, attempt, retry=r) for r in itertools.count())
+    return next(p for p in draws if all(distance(p, o) >= MIN_PLAN_DISTANCE for o in others))

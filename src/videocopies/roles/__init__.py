@@ -1,0 +1,1 @@
+"""Composition roots: each role builds only what it runs."""

@@ -1,0 +1,98 @@
+"""Dependency-injection containers: gateways per technology, and the use cases over them."""
+
+from __future__ import annotations
+
+from dependency_injector import containers, providers
+
+from videocopies.adapters.memory import (
+    InMemoryPaymentProvider,
+    InMemoryStore,
+    InMemoryUnitOfWork,
+    InProcessNotifier,
+    ManualClock,
+    SequentialIds,
+)
+from videocopies.application import use_cases as uc
+
+
+class MemoryGateways(containers.DeclarativeContainer):
+    """Everything in one process's memory: for unit tests, features and the demo."""
+
+    store = providers.Singleton(InMemoryStore)
+    uow = providers.Factory(InMemoryUnitOfWork, store=store)
+    clock = providers.Singleton(ManualClock)
+    ids = providers.Singleton(SequentialIds)
+    notifier = providers.Singleton(InProcessNotifier)
+    payment_provider = providers.Singleton(InMemoryPaymentProvider)
+
+
+def _coins_for_packages(packages: dict[int, int]):  # type: ignore[no-untyped-def]
+    def coins_for(paid_amount: int, currency: str) -> int | None:
+        return packages.get(paid_amount) if currency == "XTR" else None
+
+    return coins_for
+
+
+class UseCases(containers.DeclarativeContainer):
+    gateways = providers.DependenciesContainer()
+    settings = providers.Dependency()
+    coin_packages = providers.Object({50: 100, 100: 220, 250: 600})  # stars -> coins
+
+    grant_coins = providers.Singleton(uc.GrantCoins, uow=gateways.uow.provider, clock=gateways.clock, ids=gateways.ids)
+    expire_coins = providers.Singleton(uc.ExpireCoins, uow=gateways.uow.provider, clock=gateways.clock)
+    quote_order = providers.Singleton(
+        uc.QuoteOrder,
+        uow=gateways.uow.provider,
+        clock=gateways.clock,
+        ids=gateways.ids,
+        policy=settings.provided.pricing,
+        secret=settings.provided.quote_secret,
+        ttl=settings.provided.quote_ttl,
+    )
+    confirm_order = providers.Singleton(
+        uc.ConfirmOrder,
+        uow=gateways.uow.provider,
+        clock=gateways.clock,
+        ids=gateways.ids,
+        policy=settings.provided.pricing,
+        secret=settings.provided.quote_secret,
+        notifier=gateways.notifier,
+        max_attempts=settings.provided.max_attempts,
+    )
+    cancel_order = providers.Singleton(uc.CancelOrder, uow=gateways.uow.provider, clock=gateways.clock)
+    claim_job = providers.Singleton(
+        uc.ClaimJob, uow=gateways.uow.provider, clock=gateways.clock, ids=gateways.ids,
+        ttl=settings.provided.lease_ttl,
+    )
+    renew_lease = providers.Singleton(
+        uc.RenewLease, uow=gateways.uow.provider, clock=gateways.clock, ttl=settings.provided.lease_ttl
+    )
+    checkpoint_copy = providers.Singleton(uc.CheckpointCopy, uow=gateways.uow.provider, clock=gateways.clock)
+    complete_job = providers.Singleton(uc.CompleteJob, uow=gateways.uow.provider, clock=gateways.clock)
+    fail_job = providers.Singleton(
+        uc.FailJob, uow=gateways.uow.provider, clock=gateways.clock, notifier=gateways.notifier
+    )
+    acknowledge_cancel = providers.Singleton(uc.AcknowledgeCancel, uow=gateways.uow.provider, clock=gateways.clock)
+    expire_leases = providers.Singleton(
+        uc.ExpireLeases, uow=gateways.uow.provider, clock=gateways.clock, notifier=gateways.notifier
+    )
+    record_delivery = providers.Singleton(uc.RecordDelivery, uow=gateways.uow.provider, clock=gateways.clock)
+    credit_payment = providers.Singleton(
+        uc.CreditPayment, uow=gateways.uow.provider, clock=gateways.clock,
+        valid_for=settings.provided.purchase_valid_for,
+    )
+    reconcile_payments = providers.Singleton(
+        uc.ReconcilePayments,
+        uow=gateways.uow.provider,
+        provider=gateways.payment_provider,
+        credit=credit_payment,
+        coins_for=providers.Callable(_coins_for_packages, coin_packages),
+    )
+
+
+class InMemoryService(containers.DeclarativeContainer):
+    """The whole application on in-memory adapters."""
+
+    settings = providers.Dependency()
+    gateways = providers.Container(MemoryGateways)
+    use_cases = providers.Container(UseCases, gateways=gateways, settings=settings)
