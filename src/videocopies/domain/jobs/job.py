@@ -97,6 +97,8 @@ class Job:
     last_error: str | None = None
     version: int = 0
     events: list[DomainEvent] = attrs.Factory(list)
+    # The owner token the latest change was made under, so storage can fence the write again.
+    written_under: OwnerToken | None = None
 
     @property
     def copies(self) -> int:
@@ -202,6 +204,7 @@ class Job:
             raise LeaseLost(self.job_id, LeaseLossReason.STALE_TOKEN)
         if self.lease.is_expired(now):
             raise LeaseLost(self.job_id, LeaseLossReason.EXPIRED)
+        self.written_under = token
         return self.lease
 
     def _finish(self, state: JobState, reason: str | None = None) -> None:

@@ -1,0 +1,186 @@
+"""Row mappers: rows to domain aggregates and back; the domain never sees a row."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from videocopies.domain.coins import CoinAccount, CoinLot, Hold, LotKind, Reservation
+from videocopies.domain.effects import EffectsPlan
+from videocopies.domain.jobs import CopyArtifact, Job, JobState, Lease
+from videocopies.domain.orders import CopyState, Order, OrderCopy, OrderState
+from videocopies.domain.payments import Payment
+from videocopies.domain.pricing import Quote
+from videocopies.domain.shared import JobId, LotId, OrderId, OwnerToken, UserId, WorkerId
+
+
+def _when(value: str | datetime | None) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(value)
+
+
+def account_from_row(user_id: UserId, row: dict[str, Any]) -> CoinAccount:
+    lots = [
+        CoinLot(
+            LotId(lot["lot_id"]),
+            LotKind(lot["kind"]),
+            lot["amount"],
+            _when(lot["granted_at"]),  # type: ignore[arg-type]
+            _when(lot["expires_at"]),
+            lot["available"],
+            lot["debited"],
+            lot["expired"],
+        )
+        for lot in row["lots"]
+    ]
+    reservations = {
+        OrderId(r["order_id"]): Reservation(
+            OrderId(r["order_id"]),
+            r["amount"],
+            [Hold(LotId(lot), held) for lot, held in r["holds"]],
+            r["debited"],
+            r["released"],
+            set(r["keys"]),
+            True,
+        )
+        for r in row["reservations"]
+    }
+    return CoinAccount(user_id, lots, reservations, version=row["version"])
+
+
+def lot_params(user_id: UserId, lot: CoinLot) -> dict[str, Any]:
+    return {
+        "lot_id": lot.lot_id,
+        "user_id": user_id,
+        "kind": lot.kind.value,
+        "amount": lot.amount,
+        "granted_at": lot.granted_at,
+        "expires_at": lot.expires_at,
+        "available": lot.available,
+        "debited": lot.debited,
+        "expired": lot.expired,
+    }
+
+
+def order_from_row(row: dict[str, Any]) -> Order:
+    quote = Quote(
+        OrderId(row["order_id"]),
+        UserId(row["user_id"]),
+        row["source_key"],
+        row["copies"],
+        row["price_per_copy"],
+        row["total"],
+        row["tariff_version"],
+        row["quote_expires_at"],
+        row["quote_token"],
+    )
+    copies = [OrderCopy(i, CopyState(state), key) for i, (state, key) in enumerate(row["copy_states"])]
+    return Order(
+        quote.quote_id,
+        quote,
+        row["seed"],
+        row["created_at"],
+        OrderState(row["state"]),
+        copies,
+        row["failure_reason"],
+        version=row["version"],
+    )
+
+
+def order_params(order: Order) -> dict[str, Any]:
+    q = order.quote
+    return {
+        "order_id": order.order_id,
+        "user_id": q.user_id,
+        "source_key": q.source_key,
+        "copies": q.copies,
+        "price_per_copy": q.price_per_copy,
+        "total": q.total,
+        "tariff_version": q.tariff_version,
+        "quote_expires_at": q.expires_at,
+        "quote_token": q.token,
+        "seed": order.seed,
+        "state": order.state.value,
+        "copy_states": Jsonb([[c.state.value, c.object_key] for c in order.copies]),
+        "failure_reason": order.failure_reason,
+        "created_at": order.created_at,
+        "version": order.version,
+    }
+
+
+def job_from_row(row: dict[str, Any]) -> Job:
+    lease = None
+    if row["owner_token"] is not None:
+        lease = Lease(
+            WorkerId(row["worker_id"]),
+            OwnerToken(row["owner_token"]),
+            row["acquired_at"],
+            row["lease_until"],
+            row["attempts"],
+        )
+    checkpoints = {
+        c["idx"]: CopyArtifact(c["object_key"], c["size"], c["sha256"], c["duration_s"], c["width"], c["height"])
+        for c in row["checkpoints"]
+    }
+    return Job(
+        JobId(row["job_id"]),
+        OrderId(row["order_id"]),
+        tuple(EffectsPlan.from_dict(p) for p in row["plans"]),
+        row["created_at"],
+        max_attempts=row["max_attempts"],
+        state=JobState(row["state"]),
+        lease=lease,
+        attempts=row["attempts"],
+        cancel_requested=row["cancel_requested"],
+        checkpoints=checkpoints,
+        last_error=row["last_error"],
+        version=row["version"],
+    )
+
+
+def job_params(job: Job) -> dict[str, Any]:
+    lease = job.lease
+    return {
+        "job_id": job.job_id,
+        "order_id": job.order_id,
+        "state": job.state.value,
+        "plans": Jsonb([p.to_dict() for p in job.plans]),
+        "max_attempts": job.max_attempts,
+        "attempts": job.attempts,
+        "cancel_requested": job.cancel_requested,
+        "worker_id": lease.worker_id if lease else None,
+        "owner_token": lease.token if lease else None,
+        "acquired_at": lease.acquired_at if lease else None,
+        "lease_until": lease.lease_until if lease else None,
+        "last_error": job.last_error,
+        "created_at": job.created_at,
+        "version": job.version,
+    }
+
+
+def checkpoint_params(job_id: JobId, index: int, artifact: CopyArtifact, now: datetime) -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "idx": index,
+        "object_key": artifact.object_key,
+        "size": artifact.size,
+        "sha256": artifact.sha256,
+        "duration_s": artifact.duration_s,
+        "width": artifact.width,
+        "height": artifact.height,
+        "created_at": now,
+    }
+
+
+def payment_from_row(row: dict[str, Any]) -> Payment:
+    return Payment(
+        row["external_id"],
+        UserId(row["user_id"]),
+        row["coins"],
+        row["paid_amount"],
+        row["currency"],
+        row["received_at"],
+    )

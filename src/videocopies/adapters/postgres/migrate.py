@@ -1,0 +1,221 @@
+"""Schema lifecycle: init, upgrade and the start-up check (level window and checksums).
+
+A missing or empty database is an error, never a first run: only `init` creates a schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+import psycopg
+from psycopg import sql
+
+import videocopies
+
+# The schema level this code was written for; each migration states the code levels it accepts.
+CODE_LEVEL = 1
+
+
+class SchemaError(Exception):
+    """The database cannot be used by this code; the message says why and what to do."""
+
+
+@attrs.frozen
+class SchemaStatus:
+    database: str
+    revision: str | None
+    min_code_level: int
+    max_code_level: int
+    code_level: int
+    applied: tuple[str, ...]
+
+    def describe(self) -> str:
+        return (
+            f"database {self.database}: revision {self.revision}, accepts code levels "
+            f"{self.min_code_level}..{self.max_code_level}; this code is level {self.code_level}; "
+            f"applied {', '.join(self.applied)}"
+        )
+
+
+def migrations_dir() -> Path:
+    shipped = Path(videocopies.__file__).parent / "migrations"
+    if shipped.is_dir():
+        return shipped
+    source_tree = Path(videocopies.__file__).resolve().parents[2] / "migrations"
+    if source_tree.is_dir():
+        return source_tree
+    raise SchemaError("migrations are not installed alongside the videocopies package")
+
+
+def _scripts() -> Any:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    return config, ScriptDirectory.from_config(config)
+
+
+def checksum(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def known_checksums() -> dict[str, str]:
+    _, scripts = _scripts()
+    return {s.revision: checksum(s.path) for s in scripts.walk_revisions()}
+
+
+def record_revision(ctx: Any, step: Any, heads: Iterable[str], run_args: Any) -> None:
+    """Alembic hook: keep schema_migrations and the accepted code-level window in step."""
+    conn = ctx.connection
+    from sqlalchemy import text
+
+    if not conn.execute(text("SELECT to_regclass('schema_migrations') IS NOT NULL")).scalar():
+        return
+    now = datetime.now(UTC)
+    if step.is_upgrade:
+        script = step.up_revision
+        conn.execute(
+            text(
+                "INSERT INTO schema_migrations (revision, checksum, applied_at) VALUES (:r, :c, :t) "
+                "ON CONFLICT (revision) DO UPDATE SET checksum = excluded.checksum, applied_at = excluded.applied_at"
+            ),
+            {"r": script.revision, "c": checksum(script.path), "t": now},
+        )
+        current = script
+    else:
+        conn.execute(text("DELETE FROM schema_migrations WHERE revision = :r"), {"r": step.up_revision_id})
+        current = step.down_revisions[0] if step.down_revision_ids else None
+    if current is None:
+        return
+    low, high = current.module.code_levels
+    conn.execute(
+        text(
+            "INSERT INTO schema_compat (id, min_code_level, max_code_level, updated_at) VALUES (1, :lo, :hi, :t) "
+            "ON CONFLICT (id) DO UPDATE SET min_code_level = :lo, max_code_level = :hi, updated_at = :t"
+        ),
+        {"lo": low, "hi": high, "t": now},
+    )
+
+
+def _sqlalchemy_url(url: str) -> str:
+    return "postgresql+psycopg://" + url.split("://", 1)[1]
+
+
+def _run_alembic(url: str, action: str, target: str) -> None:
+    from alembic import command
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    config, _ = _scripts()
+    engine = create_engine(_sqlalchemy_url(url), poolclass=NullPool)
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            getattr(command, action)(config, target)
+    finally:
+        engine.dispose()
+
+
+def _connect(url: str) -> psycopg.Connection:
+    try:
+        return psycopg.connect(url, autocommit=True, prepare_threshold=None, connect_timeout=10)
+    except psycopg.OperationalError as error:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+        name = info.get("dbname", "?")
+        if "does not exist" in str(error):
+            raise SchemaError(
+                f"database {name!r} does not exist: refusing to start. "
+                "Create it and its schema explicitly with `videocopies db init`."
+            ) from error
+        raise SchemaError(f"cannot connect to database {name!r}: {error}".strip()) from error
+
+
+def _has_schema(conn: psycopg.Connection) -> bool:
+    return bool(conn.execute("SELECT to_regclass('schema_compat') IS NOT NULL").fetchone()[0])  # type: ignore[index]
+
+
+def init(url: str) -> SchemaStatus:
+    """Create the database (when missing) and its schema; refuse one that already has a schema."""
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    name = str(info.get("dbname", ""))
+    try:
+        conn = psycopg.connect(url, autocommit=True, prepare_threshold=None, connect_timeout=10)
+    except psycopg.OperationalError as error:
+        if "does not exist" not in str(error):
+            raise SchemaError(f"cannot connect to database {name!r}: {error}") from error
+        maintenance = psycopg.conninfo.make_conninfo(url, dbname="postgres")
+        with psycopg.connect(maintenance, autocommit=True, prepare_threshold=None) as admin:
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        conn = psycopg.connect(url, autocommit=True, prepare_threshold=None)
+    with conn:
+        if _has_schema(conn):
+            raise SchemaError(f"database {name!r} already has a videocopies schema; use `videocopies db upgrade`")
+    _run_alembic(url, "upgrade", "head")
+    return check(url)
+
+
+def upgrade(url: str, target: str = "head") -> SchemaStatus:
+    with _connect(url) as conn:
+        if not _has_schema(conn):
+            raise SchemaError(_empty_message(url))
+    _run_alembic(url, "upgrade", target)
+    return status(url)
+
+
+def downgrade(url: str, target: str) -> None:
+    _run_alembic(url, "downgrade", target)
+
+
+def _empty_message(url: str) -> str:
+    name = psycopg.conninfo.conninfo_to_dict(url).get("dbname", "?")
+    return (
+        f"database {name!r} has no videocopies schema: refusing to start (an empty database is "
+        "not a first run). Create the schema explicitly with `videocopies db init`."
+    )
+
+
+def status(url: str) -> SchemaStatus:
+    with _connect(url) as conn:
+        if not _has_schema(conn):
+            raise SchemaError(_empty_message(url))
+        row = conn.execute("SELECT min_code_level, max_code_level FROM schema_compat WHERE id = 1").fetchone()
+        if row is None:
+            raise SchemaError(_empty_message(url))
+        applied = conn.execute("SELECT revision, checksum FROM schema_migrations ORDER BY revision").fetchall()
+        version = conn.execute(
+            "SELECT version_num FROM alembic_version" if _has_table(conn, "alembic_version") else "SELECT NULL"
+        ).fetchone()
+    name = str(psycopg.conninfo.conninfo_to_dict(url).get("dbname", "?"))
+    revision = version[0] if version else None
+    return SchemaStatus(name, revision, row[0], row[1], CODE_LEVEL, tuple(r for r, _ in applied))
+
+
+def _has_table(conn: psycopg.Connection, table: str) -> bool:
+    return bool(conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0])  # type: ignore[index]
+
+
+def check(url: str) -> SchemaStatus:
+    """What every role runs before it starts: refuse a database this code must not touch."""
+    current = status(url)
+    if not current.min_code_level <= CODE_LEVEL <= current.max_code_level:
+        raise SchemaError(
+            f"database {current.database!r} accepts code levels {current.min_code_level}.."
+            f"{current.max_code_level}, but this code is level {CODE_LEVEL}: refusing to start. "
+            + ("Run `videocopies db upgrade`." if current.max_code_level < CODE_LEVEL else "Deploy newer code.")
+        )
+    known = known_checksums()
+    with _connect(url) as conn:
+        applied = dict(conn.execute("SELECT revision, checksum FROM schema_migrations").fetchall())
+    changed = sorted(rev for rev, digest in applied.items() if rev in known and known[rev] != digest)
+    if changed:
+        raise SchemaError(
+            f"database {current.database!r}: migration(s) {', '.join(changed)} were applied with different "
+            "content than this code ships (checksum mismatch): refusing to start."
+        )
+    return current

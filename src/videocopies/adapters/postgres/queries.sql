@@ -1,0 +1,170 @@
+-- load_account --
+-- A user's account with every lot and its open reservations, locking only this user's row.
+SELECT a.version,
+       (SELECT coalesce(json_agg(json_build_object(
+                   'lot_id', l.lot_id, 'kind', l.kind, 'amount', l.amount,
+                   'granted_at', l.granted_at, 'expires_at', l.expires_at,
+                   'available', l.available, 'debited', l.debited, 'expired', l.expired)
+                 ORDER BY l.granted_at, l.lot_id), '[]')
+          FROM coin_lots l WHERE l.user_id = a.user_id) AS lots,
+       (SELECT coalesce(json_agg(json_build_object(
+                   'order_id', r.order_id, 'amount', r.amount, 'debited', r.debited,
+                   'released', r.released,
+                   'holds', (SELECT coalesce(json_agg(json_build_array(h.lot_id, h.held) ORDER BY h.seq), '[]')
+                               FROM coin_holds h WHERE h.order_id = r.order_id),
+                   'keys', (SELECT coalesce(json_agg(d.key), '[]')
+                              FROM coin_debits d WHERE d.order_id = r.order_id))), '[]')
+          FROM coin_reservations r WHERE r.user_id = a.user_id AND r.open) AS reservations
+  FROM coin_accounts a
+ WHERE a.user_id = %(user_id)s
+   FOR UPDATE OF a;
+
+-- insert_account --
+INSERT INTO coin_accounts (user_id, version, created_at) VALUES (%(user_id)s, %(version)s, %(now)s);
+
+-- update_account_version --
+-- Optimistic check: the row is locked, so a mismatch means the aggregate was written meanwhile.
+UPDATE coin_accounts SET version = %(version)s WHERE user_id = %(user_id)s AND version = %(loaded)s;
+
+-- insert_lot --
+INSERT INTO coin_lots (lot_id, user_id, kind, amount, granted_at, expires_at, available, debited, expired)
+VALUES (%(lot_id)s, %(user_id)s, %(kind)s, %(amount)s, %(granted_at)s, %(expires_at)s,
+        %(available)s, %(debited)s, %(expired)s);
+
+-- update_lot --
+UPDATE coin_lots SET available = %(available)s, debited = %(debited)s, expired = %(expired)s
+ WHERE lot_id = %(lot_id)s;
+
+-- insert_reservation --
+INSERT INTO coin_reservations (order_id, user_id, amount, debited, released, open)
+VALUES (%(order_id)s, %(user_id)s, %(amount)s, %(debited)s, %(released)s, %(open)s);
+
+-- update_reservation --
+UPDATE coin_reservations SET debited = %(debited)s, released = %(released)s, open = %(open)s
+ WHERE order_id = %(order_id)s;
+
+-- upsert_hold --
+INSERT INTO coin_holds (order_id, seq, lot_id, held) VALUES (%(order_id)s, %(seq)s, %(lot_id)s, %(held)s)
+    ON CONFLICT (order_id, seq) DO UPDATE SET held = excluded.held;
+
+-- insert_debit --
+INSERT INTO coin_debits (order_id, key) VALUES (%(order_id)s, %(key)s);
+
+-- accounts_with_expiring_lots --
+-- Accounts holding available coins in lots past their expiry, for the expiry sweep.
+SELECT DISTINCT user_id FROM coin_lots
+ WHERE expires_at <= %(now)s AND available > 0
+ LIMIT %(limit)s;
+
+-- load_order --
+SELECT * FROM orders WHERE order_id = %(order_id)s FOR UPDATE;
+
+-- insert_order --
+INSERT INTO orders (order_id, user_id, source_key, copies, price_per_copy, total, tariff_version,
+                    quote_expires_at, quote_token, seed, state, copy_states, failure_reason,
+                    created_at, version)
+VALUES (%(order_id)s, %(user_id)s, %(source_key)s, %(copies)s, %(price_per_copy)s, %(total)s,
+        %(tariff_version)s, %(quote_expires_at)s, %(quote_token)s, %(seed)s, %(state)s,
+        %(copy_states)s, %(failure_reason)s, %(created_at)s, %(version)s);
+
+-- update_order --
+UPDATE orders SET state = %(state)s, copy_states = %(copy_states)s, failure_reason = %(failure_reason)s,
+                  version = %(version)s
+ WHERE order_id = %(order_id)s AND version = %(loaded)s;
+
+-- load_job --
+SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
+              WHERE c.job_id = j.job_id) AS checkpoints
+  FROM jobs j WHERE j.job_id = %(job_id)s FOR UPDATE OF j;
+
+-- load_job_for_order --
+SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
+              WHERE c.job_id = j.job_id) AS checkpoints
+  FROM jobs j WHERE j.order_id = %(order_id)s FOR UPDATE OF j;
+
+-- claimable_jobs --
+-- Queued jobs oldest first, then leases that ran out; rows another claimer holds are skipped.
+WITH lapsed AS (
+    SELECT job_id FROM jobs WHERE state = 'leased' AND lease_until <= %(now)s
+     ORDER BY lease_until LIMIT %(limit)s FOR UPDATE SKIP LOCKED
+), queued AS (
+    SELECT job_id FROM jobs WHERE state = 'queued'
+     ORDER BY created_at, job_id LIMIT %(limit)s FOR UPDATE SKIP LOCKED
+), picked AS (
+    SELECT job_id FROM lapsed UNION ALL SELECT job_id FROM queued LIMIT %(limit)s
+)
+SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
+              WHERE c.job_id = j.job_id) AS checkpoints
+  FROM jobs j JOIN picked USING (job_id)
+ ORDER BY j.created_at, j.job_id;
+
+-- expired_leases --
+-- The sweep: leases that ran out, soonest first, skipping rows a claimer already holds.
+WITH picked AS (
+    SELECT job_id FROM jobs WHERE state = 'leased' AND lease_until <= %(now)s
+     ORDER BY lease_until LIMIT %(limit)s FOR UPDATE SKIP LOCKED
+)
+SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
+              WHERE c.job_id = j.job_id) AS checkpoints
+  FROM jobs j JOIN picked USING (job_id);
+
+-- insert_job --
+INSERT INTO jobs (job_id, order_id, state, plans, max_attempts, attempts, cancel_requested, worker_id,
+                  owner_token, acquired_at, lease_until, last_error, created_at, version)
+VALUES (%(job_id)s, %(order_id)s, %(state)s, %(plans)s, %(max_attempts)s, %(attempts)s,
+        %(cancel_requested)s, %(worker_id)s, %(owner_token)s, %(acquired_at)s, %(lease_until)s,
+        %(last_error)s, %(created_at)s, %(version)s);
+
+-- update_job --
+UPDATE jobs SET state = %(state)s, attempts = %(attempts)s, cancel_requested = %(cancel_requested)s,
+                worker_id = %(worker_id)s, owner_token = %(owner_token)s, acquired_at = %(acquired_at)s,
+                lease_until = %(lease_until)s, last_error = %(last_error)s, version = %(version)s
+ WHERE job_id = %(job_id)s AND version = %(loaded)s;
+
+-- update_job_fenced --
+-- A lease holder's write: applied only under its own token and while its lease runs.
+UPDATE jobs SET state = %(state)s, attempts = %(attempts)s, cancel_requested = %(cancel_requested)s,
+                worker_id = %(worker_id)s, owner_token = %(owner_token)s, acquired_at = %(acquired_at)s,
+                lease_until = %(lease_until)s, last_error = %(last_error)s, version = %(version)s
+ WHERE job_id = %(job_id)s AND version = %(loaded)s
+   AND owner_token = %(fence)s AND lease_until > now();
+
+-- insert_checkpoint --
+INSERT INTO job_checkpoints (job_id, idx, object_key, size, sha256, duration_s, width, height, created_at)
+VALUES (%(job_id)s, %(idx)s, %(object_key)s, %(size)s, %(sha256)s, %(duration_s)s, %(width)s,
+        %(height)s, %(created_at)s);
+
+-- get_receipt --
+SELECT receipt_id, fingerprint, result FROM receipts WHERE receipt_id = %(receipt_id)s;
+
+-- insert_receipt --
+INSERT INTO receipts (receipt_id, fingerprint, result, created_at)
+VALUES (%(receipt_id)s, %(fingerprint)s, %(result)s, now());
+
+-- get_payment --
+SELECT * FROM payments WHERE external_id = %(external_id)s;
+
+-- insert_payment --
+INSERT INTO payments (external_id, user_id, coins, paid_amount, currency, received_at)
+VALUES (%(external_id)s, %(user_id)s, %(coins)s, %(paid_amount)s, %(currency)s, %(received_at)s);
+
+-- list_payments --
+SELECT * FROM payments ORDER BY received_at, external_id;
+
+-- insert_refused_write --
+INSERT INTO refused_writes (job_id, worker_id, operation, reason, at)
+VALUES (%(job_id)s, %(worker_id)s, %(operation)s, %(reason)s, %(at)s);
+
+-- count_refused_writes --
+SELECT count(*) FROM refused_writes;
+
+-- insert_outbox --
+INSERT INTO outbox (user_id, kind, payload, dedup_key, created_at)
+VALUES (%(user_id)s, %(kind)s, %(payload)s, %(dedup_key)s, now())
+    ON CONFLICT (dedup_key) DO NOTHING;
+
+-- pending_outbox --
+SELECT id, user_id, kind, payload, dedup_key FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT %(limit)s;
+
+-- mark_outbox_sent --
+UPDATE outbox SET sent_at = now() WHERE id = %(id)s;

@@ -1,0 +1,235 @@
+"""The schema as SQLAlchemy Core tables; alembic migrations must produce exactly this."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def _at(name: str, nullable: bool = False) -> Column:
+    return Column(name, DateTime(timezone=True), nullable=nullable)
+
+
+schema_compat = Table(
+    "schema_compat",
+    metadata,
+    Column("id", SmallInteger, primary_key=True),
+    Column("min_code_level", Integer, nullable=False),
+    Column("max_code_level", Integer, nullable=False),
+    _at("updated_at"),
+    CheckConstraint("id = 1", name="single_row"),
+)
+
+schema_migrations = Table(
+    "schema_migrations",
+    metadata,
+    Column("revision", Text, primary_key=True),
+    Column("checksum", Text, nullable=False),
+    _at("applied_at"),
+)
+
+coin_accounts = Table(
+    "coin_accounts",
+    metadata,
+    Column("user_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("version", Integer, nullable=False),
+    _at("created_at"),
+)
+
+coin_lots = Table(
+    "coin_lots",
+    metadata,
+    Column("lot_id", Text, primary_key=True),
+    Column("user_id", BigInteger, ForeignKey("coin_accounts.user_id"), nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("amount", Integer, nullable=False),
+    _at("granted_at"),
+    _at("expires_at", nullable=True),
+    Column("available", Integer, nullable=False),
+    Column("debited", Integer, nullable=False),
+    Column("expired", Integer, nullable=False),
+    CheckConstraint("kind IN ('start', 'referral', 'manual', 'purchase')", name="kind"),
+    CheckConstraint("amount > 0", name="amount_positive"),
+    CheckConstraint("available >= 0 AND debited >= 0 AND expired >= 0", name="not_negative"),
+    CheckConstraint("available + debited + expired <= amount", name="within_amount"),
+    Index(None, "user_id"),
+)
+
+coin_reservations = Table(
+    "coin_reservations",
+    metadata,
+    Column("order_id", Text, primary_key=True),
+    Column("user_id", BigInteger, ForeignKey("coin_accounts.user_id"), nullable=False),
+    Column("amount", Integer, nullable=False),
+    Column("debited", Integer, nullable=False),
+    Column("released", Integer, nullable=False),
+    Column("open", Boolean, nullable=False),
+    CheckConstraint("debited + released <= amount", name="within_amount"),
+    Index(None, "user_id"),
+)
+
+coin_holds = Table(
+    "coin_holds",
+    metadata,
+    Column("order_id", Text, ForeignKey("coin_reservations.order_id"), nullable=False),
+    Column("seq", SmallInteger, nullable=False),
+    Column("lot_id", Text, ForeignKey("coin_lots.lot_id"), nullable=False),
+    Column("held", Integer, nullable=False),
+    PrimaryKeyConstraint("order_id", "seq"),
+    CheckConstraint("held >= 0", name="not_negative"),
+)
+
+coin_debits = Table(
+    "coin_debits",
+    metadata,
+    Column("order_id", Text, ForeignKey("coin_reservations.order_id"), nullable=False),
+    Column("key", Text, nullable=False),
+    PrimaryKeyConstraint("order_id", "key"),
+)
+
+payments = Table(
+    "payments",
+    metadata,
+    Column("external_id", Text, primary_key=True),
+    Column("user_id", BigInteger, ForeignKey("coin_accounts.user_id"), nullable=False),
+    Column("coins", Integer, nullable=False),
+    Column("paid_amount", Integer, nullable=False),
+    Column("currency", Text, nullable=False),
+    _at("received_at"),
+    Index(None, "user_id"),
+)
+
+orders = Table(
+    "orders",
+    metadata,
+    Column("order_id", Text, primary_key=True),
+    Column("user_id", BigInteger, nullable=False),
+    Column("source_key", Text, nullable=False),
+    Column("copies", SmallInteger, nullable=False),
+    Column("price_per_copy", Integer, nullable=False),
+    Column("total", Integer, nullable=False),
+    Column("tariff_version", Integer, nullable=False),
+    _at("quote_expires_at"),
+    Column("quote_token", Text, nullable=False),
+    Column("seed", BigInteger, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("copy_states", JSONB, nullable=False),
+    Column("failure_reason", Text),
+    _at("created_at"),
+    Column("version", Integer, nullable=False),
+    CheckConstraint(
+        "state IN ('quoted', 'confirmed', 'running', 'done', 'cancelling', 'cancelled', 'failed')",
+        name="state",
+    ),
+    CheckConstraint("total = copies * price_per_copy", name="total"),
+    Index(None, "user_id", "created_at"),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("job_id", Text, primary_key=True),
+    Column("order_id", Text, ForeignKey("orders.order_id"), nullable=False, unique=True),
+    Column("state", Text, nullable=False),
+    Column("plans", JSONB, nullable=False),
+    Column("max_attempts", SmallInteger, nullable=False),
+    Column("attempts", SmallInteger, nullable=False),
+    Column("cancel_requested", Boolean, nullable=False),
+    Column("worker_id", Text),
+    Column("owner_token", Text),
+    _at("acquired_at", nullable=True),
+    _at("lease_until", nullable=True),
+    Column("last_error", Text),
+    _at("created_at"),
+    Column("version", Integer, nullable=False),
+    CheckConstraint("state IN ('queued', 'leased', 'done', 'failed', 'cancelled')", name="state"),
+    CheckConstraint("attempts <= max_attempts", name="attempts"),
+    CheckConstraint("(state = 'leased') = (owner_token IS NOT NULL AND lease_until IS NOT NULL)", name="lease"),
+    # The claim reads queued jobs oldest first, and the sweep reads leases by expiry.
+    Index("ix_jobs_queued", "created_at", "job_id", postgresql_where=text("state = 'queued'")),
+    Index("ix_jobs_leased", "lease_until", postgresql_where=text("state = 'leased'")),
+)
+
+job_checkpoints = Table(
+    "job_checkpoints",
+    metadata,
+    Column("job_id", Text, ForeignKey("jobs.job_id"), nullable=False),
+    Column("idx", SmallInteger, nullable=False),
+    Column("object_key", Text, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("sha256", Text, nullable=False),
+    Column("duration_s", Float, nullable=False),
+    Column("width", Integer, nullable=False),
+    Column("height", Integer, nullable=False),
+    _at("created_at"),
+    PrimaryKeyConstraint("job_id", "idx"),
+)
+
+receipts = Table(
+    "receipts",
+    metadata,
+    Column("receipt_id", Text, primary_key=True),
+    Column("fingerprint", Text, nullable=False),
+    Column("result", JSONB, nullable=False),
+    _at("created_at"),
+)
+
+refused_writes = Table(
+    "refused_writes",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("job_id", Text, nullable=False),
+    Column("worker_id", Text),
+    Column("operation", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    _at("at"),
+)
+
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("user_id", BigInteger, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("payload", JSONB, nullable=False),
+    Column("dedup_key", Text, nullable=False),
+    _at("created_at"),
+    _at("sent_at", nullable=True),
+    UniqueConstraint("dedup_key"),
+    Index("ix_outbox_pending", "id", postgresql_where=text("sent_at IS NULL")),
+)
+
+capacity_slots = Table(
+    "capacity_slots",
+    metadata,
+    Column("slot_id", Integer, primary_key=True, autoincrement=False),
+    Column("order_id", Text, unique=True),
+)

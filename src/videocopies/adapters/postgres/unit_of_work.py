@@ -1,0 +1,402 @@
+"""The PostgreSQL unit of work: one transaction on a pooled connection, repositories with
+row locks on load and optimistic version checks on write."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from videocopies.adapters.postgres import mappers
+from videocopies.adapters.postgres.queries import sql
+from videocopies.application.errors import Conflict
+from videocopies.application.ports import OutboxMessage, RefusedWrite
+from videocopies.domain.coins import CoinAccount
+from videocopies.domain.jobs import Job, LeaseLossReason, LeaseLost
+from videocopies.domain.orders import Order
+from videocopies.domain.payments import Payment
+from videocopies.domain.receipts import Receipt
+from videocopies.domain.shared import JobId, OrderId, UserId
+
+Writes = list[tuple[str, dict[str, Any]]]
+
+
+def _account_snapshot(account: CoinAccount) -> dict[str, Any]:
+    return {
+        "lots": {lot.lot_id: (lot.available, lot.debited, lot.expired) for lot in account.lots},
+        "reservations": {
+            r.order_id: (r.debited, r.released, r.open, tuple(h.held for h in r.holds), frozenset(r.debit_keys))
+            for r in account.reservations.values()
+        },
+    }
+
+
+class PostgresAccounts:
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self._uow = uow
+        self.loaded: dict[UserId, tuple[CoinAccount, int, dict[str, Any]]] = {}
+        self.added: dict[UserId, CoinAccount] = {}
+
+    async def get(self, user_id: UserId) -> CoinAccount | None:
+        if user_id in self.added:
+            return self.added[user_id]
+        if user_id in self.loaded:
+            return self.loaded[user_id][0]
+        row = await self._uow.fetchone("load_account", {"user_id": user_id})
+        if row is None:
+            return None
+        account = mappers.account_from_row(user_id, row)
+        self.loaded[user_id] = (account, account.version, _account_snapshot(account))
+        return account
+
+    async def add(self, account: CoinAccount) -> None:
+        self.added[account.account_id] = account
+
+    async def with_lots_expiring(self, now: datetime, limit: int) -> Sequence[CoinAccount]:
+        rows = await self._uow.fetchall("accounts_with_expiring_lots", {"now": now, "limit": limit})
+        return [a for row in rows if (a := await self.get(UserId(row["user_id"]))) is not None]
+
+    def writes(self, now: datetime) -> Writes:
+        out: Writes = []
+        for account in self.added.values():
+            out.append(("insert_account", {"user_id": account.account_id, "version": account.version, "now": now}))
+            out += self._children(account, {"lots": {}, "reservations": {}})
+        for account, loaded, snapshot in self.loaded.values():
+            if account.version == loaded:
+                continue
+            out.append(
+                (
+                    "update_account_version",
+                    {"user_id": account.account_id, "version": account.version, "loaded": loaded},
+                )
+            )
+            out += self._children(account, snapshot)
+        return out
+
+    def _children(self, account: CoinAccount, before: dict[str, Any]) -> Writes:
+        out: Writes = []
+        user_id = account.account_id
+        for lot in account.lots:
+            was = before["lots"].get(lot.lot_id)
+            if was is None:
+                out.append(("insert_lot", mappers.lot_params(user_id, lot)))
+            elif was != (lot.available, lot.debited, lot.expired):
+                out.append(("update_lot", mappers.lot_params(user_id, lot)))
+        for r in account.reservations.values():
+            was = before["reservations"].get(r.order_id)
+            params = {
+                "order_id": r.order_id,
+                "user_id": user_id,
+                "amount": r.amount,
+                "debited": r.debited,
+                "released": r.released,
+                "open": r.open,
+            }
+            if was is None:
+                out.append(("insert_reservation", params))
+                old_holds: tuple[int, ...] = ()
+                old_keys: frozenset[str] = frozenset()
+            else:
+                if was[:3] != (r.debited, r.released, r.open):
+                    out.append(("update_reservation", params))
+                old_holds, old_keys = was[3], was[4]
+            for seq, hold in enumerate(r.holds):
+                if seq >= len(old_holds) or old_holds[seq] != hold.held:
+                    out.append(
+                        ("upsert_hold", {"order_id": r.order_id, "seq": seq, "lot_id": hold.lot_id, "held": hold.held})
+                    )
+            for key in sorted(r.debit_keys - old_keys):
+                out.append(("insert_debit", {"order_id": r.order_id, "key": key}))
+        return out
+
+
+class PostgresOrders:
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self._uow = uow
+        self.loaded: dict[OrderId, tuple[Order, int]] = {}
+        self.added: dict[OrderId, Order] = {}
+
+    async def get(self, order_id: OrderId) -> Order | None:
+        if order_id in self.added:
+            return self.added[order_id]
+        if order_id in self.loaded:
+            return self.loaded[order_id][0]
+        row = await self._uow.fetchone("load_order", {"order_id": order_id})
+        if row is None:
+            return None
+        order = mappers.order_from_row(row)
+        self.loaded[order_id] = (order, order.version)
+        return order
+
+    async def add(self, order: Order) -> None:
+        self.added[order.order_id] = order
+
+    def writes(self) -> Writes:
+        out: Writes = [("insert_order", mappers.order_params(o)) for o in self.added.values()]
+        for order, loaded in self.loaded.values():
+            if order.version != loaded:
+                out.append(("update_order", {**mappers.order_params(order), "loaded": loaded}))
+        return out
+
+
+class PostgresJobs:
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self._uow = uow
+        self.loaded: dict[JobId, tuple[Job, int, frozenset[int]]] = {}
+        self.added: dict[JobId, Job] = {}
+
+    def _track(self, row: dict[str, Any]) -> Job:
+        job_id = JobId(row["job_id"])
+        if job_id in self.loaded:
+            return self.loaded[job_id][0]
+        job = mappers.job_from_row(row)
+        self.loaded[job_id] = (job, job.version, frozenset(job.checkpoints))
+        return job
+
+    async def get(self, job_id: JobId) -> Job | None:
+        if job_id in self.added:
+            return self.added[job_id]
+        if job_id in self.loaded:
+            return self.loaded[job_id][0]
+        row = await self._uow.fetchone("load_job", {"job_id": job_id})
+        return None if row is None else self._track(row)
+
+    async def for_order(self, order_id: OrderId) -> Job | None:
+        for job in self.added.values():
+            if job.order_id == order_id:
+                return job
+        row = await self._uow.fetchone("load_job_for_order", {"order_id": order_id})
+        return None if row is None else self._track(row)
+
+    async def add(self, job: Job) -> None:
+        self.added[job.job_id] = job
+
+    async def claimable(self, now: datetime, limit: int) -> Sequence[Job]:
+        rows = await self._uow.fetchall("claimable_jobs", {"now": now, "limit": limit})
+        return [self._track(row) for row in rows]
+
+    async def expired(self, now: datetime, limit: int) -> Sequence[Job]:
+        rows = await self._uow.fetchall("expired_leases", {"now": now, "limit": limit})
+        return [self._track(row) for row in rows]
+
+    def writes(self, now: datetime) -> Writes:
+        out: Writes = [("insert_job", mappers.job_params(j)) for j in self.added.values()]
+        for job, loaded, checkpointed in self.loaded.values():
+            if job.version == loaded:
+                continue
+            params = {**mappers.job_params(job), "loaded": loaded}
+            if job.written_under is not None:
+                out.append(("update_job_fenced", {**params, "fence": job.written_under}))
+            else:
+                out.append(("update_job", params))
+            for index in sorted(set(job.checkpoints) - checkpointed):
+                out.append(
+                    ("insert_checkpoint", mappers.checkpoint_params(job.job_id, index, job.checkpoints[index], now))
+                )
+        return out
+
+
+class PostgresReceipts:
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self._uow = uow
+
+    async def get(self, receipt_id: str) -> Receipt | None:
+        row = await self._uow.fetchone("get_receipt", {"receipt_id": receipt_id})
+        return None if row is None else Receipt(row["receipt_id"], row["fingerprint"], row["result"])
+
+    async def add(self, receipt: Receipt) -> None:
+        self._uow.pending.append(
+            (
+                "insert_receipt",
+                {
+                    "receipt_id": receipt.receipt_id,
+                    "fingerprint": receipt.fingerprint,
+                    "result": Jsonb(dict(receipt.result)),
+                },
+            )
+        )
+
+
+class PostgresPayments:
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self._uow = uow
+
+    async def get(self, external_id: str) -> Payment | None:
+        row = await self._uow.fetchone("get_payment", {"external_id": external_id})
+        return None if row is None else mappers.payment_from_row(row)
+
+    async def add(self, payment: Payment) -> None:
+        self._uow.late.append(
+            (
+                "insert_payment",
+                {
+                    "external_id": payment.external_id,
+                    "user_id": payment.user_id,
+                    "coins": payment.coins,
+                    "paid_amount": payment.paid_amount,
+                    "currency": payment.currency,
+                    "received_at": payment.received_at,
+                },
+            )
+        )
+
+    async def list(self) -> Sequence[Payment]:
+        return [mappers.payment_from_row(r) for r in await self._uow.fetchall("list_payments", {})]
+
+
+class PostgresRefusals:
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self._uow = uow
+
+    async def add(self, refusal: RefusedWrite) -> None:
+        self._uow.pending.append(
+            (
+                "insert_refused_write",
+                {
+                    "job_id": refusal.job_id,
+                    "worker_id": refusal.worker_id,
+                    "operation": refusal.operation,
+                    "reason": refusal.reason,
+                    "at": refusal.at,
+                },
+            )
+        )
+
+    async def count(self) -> int:
+        row = await self._uow.fetchone("count_refused_writes", {})
+        return int(row["count"]) if row else 0
+
+
+class PostgresOutbox:
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self._uow = uow
+
+    async def add(self, message: OutboxMessage) -> None:
+        self._uow.pending.append(
+            (
+                "insert_outbox",
+                {
+                    "user_id": message.user_id,
+                    "kind": message.kind,
+                    "payload": Jsonb(message.payload),
+                    "dedup_key": message.dedup_key,
+                },
+            )
+        )
+
+    async def pending(self, limit: int) -> Sequence[tuple[int, OutboxMessage]]:
+        rows = await self._uow.fetchall("pending_outbox", {"limit": limit})
+        return [(r["id"], OutboxMessage(UserId(r["user_id"]), r["kind"], r["payload"], r["dedup_key"])) for r in rows]
+
+    async def mark_sent(self, message_id: int) -> None:
+        await self._uow.execute("mark_outbox_sent", {"id": message_id})
+
+
+class PostgresUnitOfWork:
+    """Reads lock what they load (only the rows asked for); writes are sent together at commit,
+    in one pipeline, after the aggregates' own rules have run."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self.pending: Writes = []  # plain inserts queued by record repositories
+        self.late: Writes = []  # inserts that reference aggregates written at commit
+        self.accounts = PostgresAccounts(self)
+        self.orders = PostgresOrders(self)
+        self.jobs = PostgresJobs(self)
+        self.receipts = PostgresReceipts(self)
+        self.payments = PostgresPayments(self)
+        self.refusals = PostgresRefusals(self)
+        self.outbox = PostgresOutbox(self)
+
+    async def __aenter__(self) -> PostgresUnitOfWork:
+        self._conn = await self._pool.getconn()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                await conn.rollback()
+        finally:
+            await self._pool.putconn(conn)
+
+    @property
+    def conn(self) -> psycopg.AsyncConnection[Any]:
+        if self._conn is None:
+            raise RuntimeError("unit of work used outside its `async with` block")
+        return self._conn
+
+    async def fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        async with self.conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(sql(query), params)
+            return await cur.fetchone()
+
+    async def fetchall(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        async with self.conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(sql(query), params)
+            return await cur.fetchall()
+
+    async def execute(self, query: str, params: dict[str, Any]) -> int:
+        async with self.conn.cursor() as cur:
+            await cur.execute(sql(query), params)
+            return cur.rowcount
+
+    async def commit(self) -> None:
+        now = datetime.now(UTC)
+        writes = [
+            *self.accounts.writes(now),
+            *self.orders.writes(),
+            *self.jobs.writes(now),
+            *self.late,
+            *self.pending,
+        ]
+        try:
+            if writes:
+                await self._flush(writes)
+            await self.conn.commit()
+        except psycopg.errors.UniqueViolation as error:
+            await self.conn.rollback()
+            raise Conflict("row", error.diag.constraint_name or "unique") from error
+        except psycopg.errors.SerializationFailure as error:
+            await self.conn.rollback()
+            raise Conflict("transaction", "serialization") from error
+        self._forget()
+
+    async def _flush(self, writes: Writes) -> None:
+        cursors = []
+        async with self.conn.pipeline():
+            for query, params in writes:
+                cur = self.conn.cursor()
+                await cur.execute(sql(query), params)
+                cursors.append((query, params, cur))
+        # Row counts are known once the pipeline has synced.
+        for query, params, cur in cursors:
+            count = cur.rowcount
+            await cur.close()
+            if count == 0 and query == "update_job_fenced":
+                raise LeaseLost(JobId(params["job_id"]), LeaseLossReason.EXPIRED)
+            if count == 0 and query.startswith("update_"):
+                key = params.get("order_id") or params.get("job_id") or params.get("user_id")
+                raise Conflict(query.removeprefix("update_"), str(key))
+
+    async def rollback(self) -> None:
+        await self.conn.rollback()
+        self._forget()
+
+    def _forget(self) -> None:
+        for repo in (self.accounts, self.orders, self.jobs):
+            repo.loaded.clear()
+            repo.added.clear()
+        self.pending.clear()
+        self.late.clear()
