@@ -3,18 +3,68 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
+
+
+def _database_url(args: argparse.Namespace) -> str:
+    url = args.database_url or os.environ.get("VIDEOCOPIES_DATABASE_URL")
+    if not url:
+        raise SystemExit("videocopies: no database given (--database-url or VIDEOCOPIES_DATABASE_URL)")
+    return str(url)
+
+
+def _db(args: argparse.Namespace) -> int:
+    from videocopies.adapters.postgres import migrate
+
+    url = _database_url(args)
+    try:
+        if args.action == "init":
+            status = migrate.init(url, capacity=args.capacity)
+        elif args.action == "upgrade":
+            status = migrate.upgrade(url)
+            migrate.check(url)
+        elif args.action == "capacity":
+            migrate.check(url)
+            print(f"capacity slots: {migrate.set_capacity(url, args.slots)}")
+            return 0
+        else:
+            status = migrate.check(url)
+    except migrate.SchemaError as refused:
+        print(f"videocopies db {args.action}: {refused}", file=sys.stderr)
+        return 2
+    print(status.describe())
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="videocopies", description=__doc__)
+    parser.add_argument("--database-url", help="PostgreSQL URL (default: $VIDEOCOPIES_DATABASE_URL)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("demo", help="walk one order end to end on the in-memory adapters")
+    db = commands.add_parser("db", help="create, upgrade or check the database schema")
+    db_actions = db.add_subparsers(dest="action", required=True)
+    init = db_actions.add_parser("init", help="create the database (if missing) and its schema")
+    init.add_argument("--capacity", type=int, default=10_000, help="capacity slots (orders in progress)")
+    db_actions.add_parser("upgrade", help="apply pending migrations to an initialised database")
+    db_actions.add_parser("check", help="refuse (exit 2) a missing, empty or incompatible database")
+    capacity = db_actions.add_parser("capacity", help="set the number of capacity slots")
+    capacity.add_argument("slots", type=int)
+    commands.add_parser("core", help="run the core role")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     if args.command == "demo":
         from videocopies.roles.demo import main as demo
 
         return demo()
+    if args.command == "db":
+        return _db(args)
+    if args.command == "core":
+        from videocopies.roles.core import main as core
+
+        return core(_database_url(args))
     parser.error(f"unknown command {args.command}")
     return 2
 

@@ -26,3 +26,10 @@ class Conflict(ApplicationError):
 
     kind: str
     key: str
+
+
+@attrs.define
+class ServiceBusy(ApplicationError):
+    """Every capacity slot is taken: the order is refused now, nothing is reserved."""
+
+    order_id: str

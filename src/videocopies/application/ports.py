@@ -98,6 +98,13 @@ class Outbox(Protocol):
     async def mark_sent(self, message_id: int) -> None: ...
 
 
+class CapacitySlots(Protocol):
+    """Free places in the queue, counted transactionally (never by counting the queue)."""
+
+    async def take(self, order_id: OrderId) -> bool: ...
+    async def free(self, order_id: OrderId) -> None: ...
+
+
 class UnitOfWork(Protocol):
     """One transaction. Leaving the block without `commit` rolls everything back."""
 
@@ -108,6 +115,7 @@ class UnitOfWork(Protocol):
     payments: PaymentRepository
     refusals: RefusedWriteLog
     outbox: Outbox
+    capacity: CapacitySlots
 
     async def __aenter__(self) -> UnitOfWork: ...
     async def __aexit__(

@@ -12,6 +12,9 @@ from videocopies.adapters.memory import (
     ManualClock,
     SequentialIds,
 )
+from videocopies.adapters.postgres.pool import make_pool
+from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
+from videocopies.adapters.system import RandomIds, SystemClock
 from videocopies.application import use_cases as uc
 
 
@@ -24,6 +27,19 @@ class MemoryGateways(containers.DeclarativeContainer):
     ids = providers.Singleton(SequentialIds)
     notifier = providers.Singleton(InProcessNotifier)
     payment_provider = providers.Singleton(InMemoryPaymentProvider)
+
+
+class PostgresGateways(containers.DeclarativeContainer):
+    """PostgreSQL (directly or through PgBouncer) with the real clock and identifiers."""
+
+    config = providers.Configuration()
+    # Opened and closed by the role (an async Resource would make every UoW a Future).
+    pool = providers.Singleton(make_pool, url=config.database_url, max_size=config.pool_size.as_(int))
+    uow = providers.Factory(PostgresUnitOfWork, pool=pool)
+    clock = providers.Singleton(SystemClock)
+    ids = providers.Singleton(RandomIds)
+    notifier = providers.Singleton(InProcessNotifier)
+    payment_provider = providers.Dependency()  # the real provider arrives with the payments work
 
 
 def _coins_for_packages(packages: dict[int, int]):  # type: ignore[no-untyped-def]
@@ -95,4 +111,12 @@ class InMemoryService(containers.DeclarativeContainer):
 
     settings = providers.Dependency()
     gateways = providers.Container(MemoryGateways)
+    use_cases = providers.Container(UseCases, gateways=gateways, settings=settings)
+
+
+class PostgresService(containers.DeclarativeContainer):
+    """The application on PostgreSQL: what core runs."""
+
+    settings = providers.Dependency()
+    gateways = providers.Container(PostgresGateways)
     use_cases = providers.Container(UseCases, gateways=gateways, settings=settings)

@@ -35,6 +35,8 @@ class InMemoryStore:
         self.outbox: dict[int, OutboxMessage] = {}
         self.outbox_sent: set[int] = set()
         self.published: list[DomainEvent] = []
+        self.capacity = 10_000
+        self.slots: set[OrderId] = set()  # orders holding a capacity slot
         self.locks: dict[Hashable, int] = {}  # row -> unit of work holding it (FOR UPDATE)
         self._outbox_ids = itertools.count(1)
         self._uow_ids = itertools.count(1)
@@ -205,6 +207,23 @@ class _Outbox:
         self._store.outbox_sent.add(message_id)
 
 
+class _Capacity:
+    def __init__(self, store: InMemoryStore) -> None:
+        self._store = store
+        self.taken: set[OrderId] = set()
+        self.freed: set[OrderId] = set()
+
+    async def take(self, order_id: OrderId) -> bool:
+        if len(self._store.slots) + len(self.taken) >= self._store.capacity:
+            return False
+        self.taken.add(order_id)
+        return True
+
+    async def free(self, order_id: OrderId) -> None:
+        self.taken.discard(order_id)
+        self.freed.add(order_id)
+
+
 class InMemoryUnitOfWork:
     def __init__(self, store: InMemoryStore) -> None:
         self._store = store
@@ -216,6 +235,7 @@ class InMemoryUnitOfWork:
         self.payments = _Payments(store)
         self.refusals = _Refusals(store)
         self.outbox = _Outbox(store)
+        self.capacity = _Capacity(store)
         self.committed = False
 
     async def __aenter__(self) -> InMemoryUnitOfWork:
@@ -246,6 +266,8 @@ class InMemoryUnitOfWork:
         for message in self.outbox.added:
             if message.dedup_key not in known:
                 self._store.outbox[next(self._store._outbox_ids)] = message
+        self._store.slots |= self.capacity.taken
+        self._store.slots -= self.capacity.freed
         self._reset()
         self.committed = True
 
@@ -260,6 +282,8 @@ class InMemoryUnitOfWork:
         self.payments.added.clear()
         self.refusals.added.clear()
         self.outbox.added.clear()
+        self.capacity.taken.clear()
+        self.capacity.freed.clear()
 
     def _unlock(self) -> None:
         for key in [k for k, holder in self._store.locks.items() if holder == self._id]:

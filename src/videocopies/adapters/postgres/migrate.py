@@ -19,6 +19,7 @@ import videocopies
 
 # The schema level this code was written for; each migration states the code levels it accepts.
 CODE_LEVEL = 1
+DEFAULT_CAPACITY = 10_000
 
 
 class SchemaError(Exception):
@@ -140,7 +141,7 @@ def _has_schema(conn: psycopg.Connection) -> bool:
     return bool(conn.execute("SELECT to_regclass('schema_compat') IS NOT NULL").fetchone()[0])  # type: ignore[index]
 
 
-def init(url: str) -> SchemaStatus:
+def init(url: str, capacity: int = DEFAULT_CAPACITY) -> SchemaStatus:
     """Create the database (when missing) and its schema; refuse one that already has a schema."""
     info = psycopg.conninfo.conninfo_to_dict(url)
     name = str(info.get("dbname", ""))
@@ -157,7 +158,19 @@ def init(url: str) -> SchemaStatus:
         if _has_schema(conn):
             raise SchemaError(f"database {name!r} already has a videocopies schema; use `videocopies db upgrade`")
     _run_alembic(url, "upgrade", "head")
+    set_capacity(url, capacity)
     return check(url)
+
+
+def set_capacity(url: str, slots: int) -> int:
+    """Provision `slots` capacity slots; free slots above it are removed, taken ones stay
+    until their order closes. Returns how many slots exist now."""
+    with _connect(url) as conn, conn.transaction():
+        conn.execute(
+            "INSERT INTO capacity_slots (slot_id) SELECT generate_series(1, %s) ON CONFLICT DO NOTHING", (slots,)
+        )
+        conn.execute("DELETE FROM capacity_slots WHERE slot_id > %s AND order_id IS NULL", (slots,))
+        return int(conn.execute("SELECT count(*) FROM capacity_slots").fetchone()[0])  # type: ignore[index]
 
 
 def upgrade(url: str, target: str = "head") -> SchemaStatus:

@@ -168,3 +168,14 @@ SELECT id, user_id, kind, payload, dedup_key FROM outbox WHERE sent_at IS NULL O
 
 -- mark_outbox_sent --
 UPDATE outbox SET sent_at = now() WHERE id = %(id)s;
+
+-- take_slot --
+-- A free capacity slot for this order; rows other confirmations hold are skipped, so
+-- no two users wait on one counter.
+UPDATE capacity_slots SET order_id = %(order_id)s
+ WHERE slot_id = (SELECT slot_id FROM capacity_slots WHERE order_id IS NULL
+                   ORDER BY slot_id LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING slot_id;
+
+-- free_slot --
+UPDATE capacity_slots SET order_id = NULL WHERE order_id = %(order_id)s;

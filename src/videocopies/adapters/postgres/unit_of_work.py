@@ -298,6 +298,17 @@ class PostgresOutbox:
         await self._uow.execute("mark_outbox_sent", {"id": message_id})
 
 
+class PostgresCapacity:
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self._uow = uow
+
+    async def take(self, order_id: OrderId) -> bool:
+        return await self._uow.fetchone("take_slot", {"order_id": order_id}) is not None
+
+    async def free(self, order_id: OrderId) -> None:
+        self._uow.pending.append(("free_slot", {"order_id": order_id}))
+
+
 class PostgresUnitOfWork:
     """Reads lock what they load (only the rows asked for); writes are sent together at commit,
     in one pipeline, after the aggregates' own rules have run."""
@@ -314,6 +325,7 @@ class PostgresUnitOfWork:
         self.payments = PostgresPayments(self)
         self.refusals = PostgresRefusals(self)
         self.outbox = PostgresOutbox(self)
+        self.capacity = PostgresCapacity(self)
 
     async def __aenter__(self) -> PostgresUnitOfWork:
         self._conn = await self._pool.getconn()

@@ -48,6 +48,7 @@ async def settle(uow: UnitOfWork, order: Order, released: int, now: datetime) ->
     if reservation is not None and reservation.open:
         full = order.state is OrderState.CANCELLED
         account.release(order.order_id, now, None if full else released)
+    await uow.capacity.free(order.order_id)
     await uow.outbox.add(
         OutboxMessage(
             order.user_id,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from videocopies.application.errors import ServiceBusy
 from videocopies.application.ports import Clock, Ids, Notifier
 from videocopies.application.use_cases._common import UowFactory, load_account, load_order
 from videocopies.domain.effects import plan_copies
@@ -21,7 +22,8 @@ class ConfirmOrderCommand:
 
 class ConfirmOrder:
     """One transaction: the quote is checked and used, coins are reserved from the user's
-    lots, and the job with its effects plans is queued. Nothing else is locked."""
+    lots, a capacity slot is taken, and the job with its effects plans is queued.
+    Only this user's rows are locked."""
 
     def __init__(
         self,
@@ -45,6 +47,8 @@ class ConfirmOrder:
             order.confirm(presented, self._secret, now, self._policy, cmd.user_id)
             account = await load_account(uow, cmd.user_id, create=True)
             account.reserve(order.order_id, order.total, now)
+            if not await uow.capacity.take(order.order_id):
+                raise ServiceBusy(order.order_id)
             plans = plan_copies(order.seed, order.quote.copies)
             job = make_job(self._ids.job_id(), order.order_id, plans, now, self._max_attempts)
             await uow.jobs.add(job)
