@@ -117,7 +117,8 @@ class Demo:
 
         refused = len(self.store.refusals)
         ok = (available, reserved, debited) == (42, 0, 8) and refused == 1
-        self.step("Result: " + ("as in the seed: 8 debited, 12 returned, 42 available, 0 reserved" if ok else "MISMATCH"))
+        seed = "as in the seed: 8 debited, 12 returned, 42 available, 0 reserved"
+        self.step("Result: " + (seed if ok else "MISMATCH"))
         return 0 if ok else 1
 
 
