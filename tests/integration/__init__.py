@@ -1,0 +1,1 @@
+"""Integration tests against real servers started on loopback."""
