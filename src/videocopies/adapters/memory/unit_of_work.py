@@ -244,6 +244,7 @@ class InMemoryUnitOfWork:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._reset()  # leaving without commit rolls back, as the port promises
         self._unlock()
 
     async def commit(self) -> None:

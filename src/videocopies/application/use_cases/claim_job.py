@@ -45,19 +45,32 @@ class ClaimJob:
         claimed: list[ClaimedJob] = []
         try:
             async with self._uow() as uow:
-                for job in await uow.jobs.claimable(now, cmd.limit):
-                    if job.expire(now) and job.is_final:
-                        await close_order_for_job(uow, job, now)
-                        continue
-                    order = await load_order(uow, job.order_id)
-                    lease = job.claim(cmd.worker_id, self._ids.owner_token(), now, self._ttl)
-                    order.start()
-                    claimed.append(
-                        ClaimedJob(
-                            job.job_id, job.order_id, lease.token, lease.lease_until,
-                            lease.attempt, order.quote.source_key, tuple(job.remaining()),
+                # A lapsed lease on its last attempt closes instead of being claimed; look again,
+                # past the rows already seen (they stay locked, and unwritten, until commit).
+                seen: set[str] = set()
+                for _ in range(3):
+                    closed = 0
+                    for job in await uow.jobs.claimable(now, cmd.limit - len(claimed) + len(seen)):
+                        if job.job_id in seen:
+                            continue
+                        seen.add(job.job_id)
+                        if job.expire(now) and job.is_final:
+                            await close_order_for_job(uow, job, now)
+                            closed += 1
+                            continue
+                        order = await load_order(uow, job.order_id)
+                        lease = job.claim(cmd.worker_id, self._ids.owner_token(), now, self._ttl)
+                        order.start()
+                        claimed.append(
+                            ClaimedJob(
+                                job.job_id, job.order_id, lease.token, lease.lease_until,
+                                lease.attempt, order.quote.source_key, tuple(job.remaining()),
+                            )
                         )
-                    )
+                        if len(claimed) >= cmd.limit:
+                            break
+                    if not closed or len(claimed) >= cmd.limit:
+                        break
                 await uow.commit()
         except Conflict:
             return []  # another claimer won these rows; the caller simply polls again

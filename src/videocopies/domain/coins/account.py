@@ -142,10 +142,13 @@ class CoinAccount:
                 returned += give
             left -= give
         reservation.released += want
-        if reservation.held == 0:
+        closing = reservation.held == 0
+        if closing:
             reservation.open = False
         if want:
             self._changed(CoinsReleased(self.account_id, order_id, returned, expired))
+        elif closing:
+            self._changed(CoinsReleased(self.account_id, order_id, 0, 0))
         return want
 
     def expire(self, now: datetime) -> int:

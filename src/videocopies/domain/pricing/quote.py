@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import attrs
 
@@ -81,7 +81,8 @@ class Quote:
             (
                 "quote-v1", self.quote_id, str(self.user_id), self.source_key, str(self.copies),
                 str(self.price_per_copy), str(self.total), str(self.tariff_version),
-                self.expires_at.isoformat(),
+                # The instant, not its rendering: a timestamp read back in another zone still verifies.
+                self.expires_at.astimezone(UTC).isoformat(),
             )
         ).encode()
         digest = hmac.new(secret, message, hashlib.sha256).digest()[:16]

@@ -25,9 +25,9 @@ def _frozen_prices(prices: Mapping[int, int] | tuple[tuple[int, int], ...]) -> t
     if not pairs:
         raise InvalidTariff("a tariff offers at least one number of copies")
     for copies, price in pairs:
-        if not isinstance(copies, int) or copies < 1:
+        if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
             raise InvalidTariff(f"copies must be a positive integer, got {copies!r}")
-        if not isinstance(price, int) or price < 1:
+        if isinstance(price, bool) or not isinstance(price, int) or price < 1:
             raise InvalidTariff(f"price per copy must be a positive integer, got {price!r}")
     return pairs
 

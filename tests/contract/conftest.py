@@ -1,0 +1,75 @@
+"""The same cases run against the in-memory adapters and real PostgreSQL (direct and
+through PgBouncer), so the fakes the unit tests rely on cannot drift."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+
+import attrs
+import pytest
+from dependency_injector import providers
+
+from videocopies.adapters.memory import InMemoryPaymentProvider, ManualClock, SequentialIds
+from videocopies.adapters.postgres import migrate
+from videocopies.adapters.postgres.bouncer import LocalPgBouncer
+from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.application.ports import UnitOfWork
+from videocopies.roles.containers import InMemoryService, PostgresService
+from videocopies.settings import Settings
+
+SECRET = b"contract-secret"
+
+
+@attrs.define
+class Backend:
+    name: str
+    cases: object
+    uow: object  # a factory of units of work
+    clock: ManualClock
+    provider: InMemoryPaymentProvider
+    set_capacity: Callable[[int], None]  # an operator's setting, not a port
+
+    def new_uow(self) -> UnitOfWork:
+        return self.uow()  # type: ignore[operator,no-any-return]
+
+
+@pytest.fixture(params=["memory", "postgres", "pgbouncer"])
+async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+    # Leases are also checked against the database's now(), so the test clock starts at real time.
+    clock = ManualClock(datetime.now(UTC))
+    provider = InMemoryPaymentProvider()
+    settings = Settings(quote_secret=SECRET)
+    if request.param == "memory":
+        service = InMemoryService(settings=settings)
+        service.gateways.clock.override(providers.Object(clock))
+        service.gateways.payment_provider.override(providers.Object(provider))
+        store = service.gateways.store()
+        yield Backend(
+            "memory", service.use_cases, service.gateways.uow, clock, provider,
+            lambda n: setattr(store, "capacity", n),
+        )
+        return
+    server: LocalPostgres = request.getfixturevalue("pg_server")
+    name = request.getfixturevalue("database")
+    url = server.url(name)
+    if request.param == "pgbouncer":
+        url = request.getfixturevalue("pgbouncer").url(name)
+    service = PostgresService(settings=settings)
+    service.gateways.config.from_dict({"database_url": url, "pool_size": 8})
+    service.gateways.clock.override(providers.Object(clock))
+    service.gateways.ids.override(providers.Object(SequentialIds()))
+    service.gateways.payment_provider.override(providers.Object(provider))
+    pool = service.gateways.pool()
+    await pool.open(wait=True, timeout=30)
+    try:
+        direct = server.url(name)
+        yield Backend(
+            request.param, service.use_cases, service.gateways.uow, clock, provider,
+            lambda n: migrate.set_capacity(direct, n),
+        )
+    finally:
+        await pool.close()
+
+
+__all__ = ["Backend", "LocalPgBouncer"]
