@@ -1,0 +1,1 @@
+"""Product-owner features (features/), run against the in-memory service."""

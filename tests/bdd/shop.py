@@ -1,0 +1,142 @@
+"""The world a scenario runs in: the whole service in memory, and what the scenario remembers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import attrs
+from dependency_injector import providers
+
+from videocopies.application import use_cases as uc
+from videocopies.application.errors import ApplicationError
+from videocopies.domain.coins import Balance, CoinAccount
+from videocopies.domain.jobs import CopyArtifact, Job
+from videocopies.domain.orders import Order, OrderClosed
+from videocopies.domain.pricing import PricingPolicy, Quote, Tariff
+from videocopies.domain.shared import DomainError, OrderId, UserId
+from videocopies.roles.containers import InMemoryService
+from videocopies.settings import Settings
+
+T = TypeVar("T")
+USER = UserId(1001)
+SECRET = b"features-quote-secret"
+REFUSALS = (DomainError, ApplicationError)
+
+
+@attrs.define
+class Shop:
+    """One scenario's world: the whole service in memory, and what the scenario remembers."""
+
+    run: Callable[[Awaitable[Any]], Any]
+    settings: Settings = Settings(quote_secret=SECRET)
+    built: InMemoryService | None = None
+    quote: Quote | None = None
+    order_id: OrderId | None = None
+    workers: dict[str, uc.ClaimedJob | None] = attrs.Factory(dict)
+    answers: list[Any] = attrs.Factory(list)
+    outcome: Any = None
+    unchecked: Exception | None = None
+    failed: bool = False
+
+    @property
+    def service(self) -> InMemoryService:
+        if self.built is None:
+            self.built = InMemoryService(settings=self.settings)
+        return self.built
+
+    @property
+    def cases(self) -> Any:
+        return self.service.use_cases
+
+    @property
+    def clock(self) -> Any:
+        return self.service.gateways.clock()
+
+    @property
+    def store(self) -> Any:
+        return self.service.gateways.store()
+
+    def attempt(self, action: Awaitable[T]) -> T | None:
+        """Run a `When` action; a refusal becomes the outcome for a `Then` step to check."""
+        try:
+            self.outcome = self.run(action)
+        except REFUSALS as refused:
+            self.outcome = self.unchecked = refused
+            return None
+        self.answers.append(self.outcome)
+        return self.outcome
+
+    def refusal(self, kind: type[Exception] | tuple[type[Exception], ...]) -> Any:
+        refused, self.unchecked = self.unchecked, None
+        assert isinstance(refused, kind), f"expected a refusal ({kind}), got {self.outcome!r}"
+        return refused
+
+    def account(self, user_id: UserId = USER) -> CoinAccount:
+        return self.store.accounts[user_id]
+
+    def balance(self) -> Balance:
+        balance = self.account().balance(self.clock.now())
+        assert balance.balanced, f"coins went missing: {balance}"
+        return balance
+
+    def order(self) -> Order:
+        return self.store.orders[self.order_id]
+
+    def job(self) -> Job:
+        (job,) = [j for j in self.store.jobs.values() if j.order_id == self.order_id]
+        return job
+
+    def worker(self, name: str) -> uc.ClaimedJob:
+        claimed = self.workers.get(name)
+        assert claimed is not None, f"worker {name} holds no job"
+        return claimed
+
+    def closing_messages(self) -> list[dict[str, Any]]:
+        return [
+            m.payload
+            for m in self.store.outbox.values()
+            if m.kind == "order_closed" and m.payload["order_id"] == self.order_id
+        ]
+
+    def closings(self) -> list[OrderClosed]:
+        return [e for e in self.store.published if isinstance(e, OrderClosed) and e.order_id == self.order_id]
+
+
+def checks_refusal(step: Callable[..., T]) -> Callable[..., T]:
+    """Marks a `Then` step that checks a refusal; any other step after a refusal fails."""
+    step.checks_refusal = True  # type: ignore[attr-defined]
+    return step
+
+
+_UNITS = {"second": "seconds", "minute": "minutes", "hour": "hours", "day": "days"}
+
+
+def duration(text: str) -> timedelta:
+    """'1 hour', '30 days', '31 seconds'."""
+    number, unit = text.split()
+    return timedelta(**{_UNITS[unit.removesuffix("s")]: int(number)})
+
+
+def copy_numbers(text: str) -> list[int]:
+    """'copies 1, 2 and 3' as the user counts them (from 1)."""
+    return [int(n) for n in re.findall(r"\d+", text)]
+
+
+def tariff(version: int, datatable: list[list[str]]) -> Tariff:
+    _header, *rows = datatable
+    return Tariff(version, {int(copies): int(price) for copies, price in rows})
+
+
+def artifact(shop: Shop, number: int, by: str) -> CopyArtifact:
+    return CopyArtifact(f"copies/{shop.order_id}/{number}-{by}.mp4", 1_000_000 + number, f"{number:064x}")
+
+
+def override_pricing(shop: Shop, policy: PricingPolicy) -> None:
+    """The operator publishes new prices; the use cases that price or confirm pick them up."""
+    shop.settings = attrs.evolve(shop.settings, pricing=policy)
+    shop.service.settings.override(providers.Object(shop.settings))
+    shop.cases.quote_order.reset()
+    shop.cases.confirm_order.reset()

@@ -1,0 +1,77 @@
+"""Coins: set aside soonest-expiring first, returned to their own lot with its own expiry."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pytest_bdd import given, parsers, scenarios, then, when
+
+from videocopies.application import use_cases as uc
+from videocopies.domain.coins import LotKind
+from videocopies.domain.shared import LotId, WorkerId
+
+from .shop import USER, Shop, duration
+
+scenarios("coins")
+
+
+def _grant(shop: Shop, name: str, amount: int, valid_for: timedelta | None) -> None:
+    command = uc.GrantCoinsCommand(USER, LotKind.MANUAL, amount, valid_for, lot_id=LotId(name))
+    shop.run(shop.cases.grant_coins()(command))
+
+
+@given(parsers.parse('the user holds a lot "{name}" of {amount:d} coins expiring in {time}'))
+def holds_expiring_lot(shop: Shop, name: str, amount: int, time: str) -> None:
+    _grant(shop, name, amount, duration(time))
+
+
+@given(parsers.parse('the user holds a lot "{name}" of {amount:d} coins that never expire'))
+def holds_lasting_lot(shop: Shop, name: str, amount: int) -> None:
+    _grant(shop, name, amount, None)
+
+
+@when("the expiry sweep runs")
+def expiry_sweep(shop: Shop) -> None:
+    shop.attempt(shop.cases.expire_coins()())
+
+
+@when(parsers.parse('{time} pass while worker "{name}" keeps checking in'))
+def time_passes_while_working(shop: Shop, time: str, name: str) -> None:
+    claimed, renew = shop.worker(name), shop.cases.renew_lease()
+    end = shop.clock.now() + duration(time)
+    while shop.clock.now() < end:
+        shop.clock.advance(min(shop.settings.lease_ttl / 2, end - shop.clock.now()))
+        if shop.attempt(renew(uc.RenewLeaseCommand(claimed.job_id, claimed.token, WorkerId(name)))) is None:
+            return
+
+
+@then("the order sets aside:")
+def sets_aside(shop: Shop, datatable: list[list[str]]) -> None:
+    _header, *rows = datatable
+    holds = {hold.lot_id: hold.held for hold in shop.account().reservation(shop.order_id).holds}
+    assert {lot: holds.get(lot, 0) for lot, _ in rows} == {lot: int(coins) for lot, coins in rows}
+
+
+@then(parsers.parse('lot "{name}" has {amount:d} coins spent'))
+def lot_spent(shop: Shop, name: str, amount: int) -> None:
+    assert shop.account().lot(LotId(name)).debited == amount
+
+
+@then(parsers.parse('lot "{name}" has {available:d} coins available and {expired:d} expired'))
+def lot_available_and_expired(shop: Shop, name: str, available: int, expired: int) -> None:
+    lot, now = shop.account().lot(LotId(name)), shop.clock.now()
+    # As the user sees it: coins of a lot past its expiry are expired, whether swept yet or not.
+    shown_available, shown_expired = (0, lot.available) if lot.is_expired(now) else (lot.available, 0)
+    assert (shown_available, shown_expired + lot.expired) == (available, expired)
+
+
+@then(parsers.parse('lot "{name}" has {available:d} coins available'))
+def lot_available(shop: Shop, name: str, available: int) -> None:
+    lot = shop.account().lot(LotId(name))
+    assert lot.usable(shop.clock.now()) and lot.available == available
+
+
+@then(parsers.parse('lot "{name}" still expires {time} after it was granted'))
+def lot_keeps_expiry(shop: Shop, name: str, time: str) -> None:
+    lot = shop.account().lot(LotId(name))
+    assert lot.expires_at == lot.granted_at + duration(time)
