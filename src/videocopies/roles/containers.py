@@ -34,7 +34,9 @@ class PostgresGateways(containers.DeclarativeContainer):
 
     config = providers.Configuration()
     # Opened and closed by the role (an async Resource would make every UoW a Future).
-    pool = providers.Singleton(make_pool, url=config.database_url, max_size=config.pool_size.as_(int))
+    pool = providers.Singleton(
+        make_pool, url=config.database_url, max_size=config.pool_size.as_(int), direct=config.direct.as_(bool)
+    )
     uow = providers.Factory(PostgresUnitOfWork, pool=pool)
     clock = providers.Singleton(SystemClock)
     ids = providers.Singleton(RandomIds)

@@ -174,8 +174,7 @@ UPDATE outbox SET sent_at = now() WHERE id = %(id)s;
 -- no two users wait on one counter.
 UPDATE capacity_slots SET order_id = %(order_id)s
  WHERE slot_id = (SELECT slot_id FROM capacity_slots WHERE order_id IS NULL
-                   ORDER BY slot_id LIMIT 1 FOR UPDATE SKIP LOCKED)
-RETURNING slot_id;
+                   ORDER BY slot_id LIMIT 1 FOR UPDATE SKIP LOCKED);
 
 -- free_slot --
 UPDATE capacity_slots SET order_id = NULL WHERE order_id = %(order_id)s;

@@ -15,7 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres import mappers
 from videocopies.adapters.postgres.queries import sql
-from videocopies.application.errors import Conflict
+from videocopies.application.errors import Conflict, ServiceBusy
 from videocopies.application.ports import OutboxMessage, RefusedWrite
 from videocopies.domain.coins import CoinAccount
 from videocopies.domain.jobs import Job, LeaseLossReason, LeaseLost
@@ -35,6 +35,45 @@ def _account_snapshot(account: CoinAccount) -> dict[str, Any]:
             for r in account.reservations.values()
         },
     }
+
+
+# Writes that must change exactly one row, and what it means when they change none.
+_GUARDED = {
+    "update_job_fenced": "lease_lost",
+    "update_job": "conflict",
+    "update_order": "conflict",
+    "update_account_version": "conflict",
+    "update_lot": "conflict",
+    "update_reservation": "conflict",
+    "take_slot": "capacity",
+}
+
+
+def _statement(cursor: psycopg.AsyncClientCursor[Any], name: str, params: dict[str, Any]) -> str:
+    text = cursor.mogrify(sql(name), params)
+    if name not in _GUARDED:
+        return text
+    key = params.get("job_id") or params.get("order_id") or params.get("lot_id") or params.get("user_id")
+    check = cursor.mogrify(
+        "SELECT videocopies_require((SELECT count(*) FROM changed), 1, %s)", [f"{_GUARDED[name]}:{name}:{key}"]
+    )
+    return f"WITH changed AS ({text}\nRETURNING 1) {check}"
+
+
+def _translate(error: psycopg.Error) -> Exception:
+    """Database refusals in the application's words."""
+    if error.sqlstate == "VC001":
+        reason, query, key = (error.diag.message_primary or "conflict:?:?").split(":", 2)
+        if reason == "lease_lost":
+            return LeaseLost(JobId(key), LeaseLossReason.EXPIRED)
+        if reason == "capacity":
+            return ServiceBusy(key)
+        return Conflict(query.removeprefix("update_"), key)
+    if isinstance(error, psycopg.errors.UniqueViolation):
+        return Conflict("row", error.diag.constraint_name or "unique")
+    if isinstance(error, psycopg.errors.SerializationFailure | psycopg.errors.DeadlockDetected):
+        return Conflict("transaction", error.sqlstate or "")
+    return error
 
 
 class PostgresAccounts:
@@ -303,7 +342,9 @@ class PostgresCapacity:
         self._uow = uow
 
     async def take(self, order_id: OrderId) -> bool:
-        return await self._uow.fetchone("take_slot", {"order_id": order_id}) is not None
+        """Taken at commit, in the same round trip; a full house refuses the commit."""
+        self._uow.pending.append(("take_slot", {"order_id": order_id}))
+        return True
 
     async def free(self, order_id: OrderId) -> None:
         self._uow.pending.append(("free_slot", {"order_id": order_id}))
@@ -365,42 +406,25 @@ class PostgresUnitOfWork:
             return cur.rowcount
 
     async def commit(self) -> None:
+        """Every write and the COMMIT go in one round trip; guarded writes that match no row
+        abort it from inside the database (see videocopies_require)."""
         now = datetime.now(UTC)
         writes = [
-            *self.accounts.writes(now),
-            *self.orders.writes(),
-            *self.jobs.writes(now),
-            *self.late,
-            *self.pending,
+            *self.accounts.writes(now), *self.orders.writes(), *self.jobs.writes(now), *self.late, *self.pending,
         ]
         try:
             if writes:
-                await self._flush(writes)
+                cursor = psycopg.AsyncClientCursor(self.conn)
+                batch = ";\n".join(_statement(cursor, name, params) for name, params in writes)
+                await self._send(cursor, batch + ";\nCOMMIT")
             await self.conn.commit()
-        except psycopg.errors.UniqueViolation as error:
+        except psycopg.Error as error:
             await self.conn.rollback()
-            raise Conflict("row", error.diag.constraint_name or "unique") from error
-        except psycopg.errors.SerializationFailure as error:
-            await self.conn.rollback()
-            raise Conflict("transaction", "serialization") from error
+            raise _translate(error) from error
         self._forget()
 
-    async def _flush(self, writes: Writes) -> None:
-        cursors = []
-        async with self.conn.pipeline():
-            for query, params in writes:
-                cur = self.conn.cursor()
-                await cur.execute(sql(query), params)
-                cursors.append((query, params, cur))
-        # Row counts are known once the pipeline has synced.
-        for query, params, cur in cursors:
-            count = cur.rowcount
-            await cur.close()
-            if count == 0 and query == "update_job_fenced":
-                raise LeaseLost(JobId(params["job_id"]), LeaseLossReason.EXPIRED)
-            if count == 0 and query.startswith("update_"):
-                key = params.get("order_id") or params.get("job_id") or params.get("user_id")
-                raise Conflict(query.removeprefix("update_"), str(key))
+    async def _send(self, cursor: psycopg.AsyncClientCursor[Any], batch: str) -> None:
+        await cursor.execute(batch)
 
     async def rollback(self) -> None:
         await self.conn.rollback()

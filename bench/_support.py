@@ -1,0 +1,47 @@
+"""What the benchmarks share: a private server, a migrated database, a service over it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import statistics
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from dependency_injector import providers
+
+from videocopies.adapters.memory import ManualClock
+from videocopies.adapters.postgres import migrate
+from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.roles.containers import PostgresService
+from videocopies.settings import Settings
+
+
+@contextlib.contextmanager
+def server(**settings: str) -> Iterator[LocalPostgres]:
+    with LocalPostgres(extra_settings=settings or None) as pg:
+        yield pg
+
+
+def fresh_database(pg: LocalPostgres, name: str, capacity: int = 20_000) -> str:
+    if pg.database_exists(name):
+        pg.drop_database(name)
+    url = pg.url(name)
+    migrate.init(url, capacity=capacity)
+    return url
+
+
+def service(url: str, pool_size: int, clock: ManualClock | None = None, direct: bool = True) -> PostgresService:
+    container = PostgresService(settings=Settings(quote_secret=b"bench-secret"))
+    container.gateways.config.from_dict({"database_url": url, "pool_size": pool_size, "direct": direct})
+    container.gateways.clock.override(providers.Object(clock or ManualClock(datetime.now(UTC))))
+    return container
+
+
+def p95(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=20)[18] if len(samples) >= 20 else max(samples)
+
+
+def emit(figures: dict[str, object]) -> None:
+    print(json.dumps(figures, sort_keys=False), file=sys.stdout, flush=True)

@@ -1,0 +1,248 @@
+"""Benchmark: a wave of 1,000 order confirmations through the application layer.
+
+Prints one JSON line: the wave from 1,000 distinct users and from 50 users (50 concurrent
+clients each), and the same statements issued bare through psycopg in the same run
+(`raw_sql_seconds`, `ratio_to_raw` = raw seconds / application seconds).
+
+    uv run python bench/confirm_wave.py [--orders 1000] [--clients 50] [--pool 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import multiprocessing
+import contextvars
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+from dependency_injector import providers
+from psycopg_pool import AsyncConnectionPool
+
+from _support import emit, fresh_database, p95, server, service
+from videocopies.adapters.memory import ManualClock, SequentialIds
+from videocopies.adapters.postgres.pool import make_pool
+from videocopies.adapters.postgres.queries import sql
+from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
+from videocopies.application import use_cases as uc
+from videocopies.domain.coins import LotKind
+from videocopies.domain.shared import UserId
+
+_recording: contextvars.ContextVar[list[tuple[str, str, Any]] | None] = contextvars.ContextVar("rec", default=None)
+
+
+class RecordingUnitOfWork(PostgresUnitOfWork):
+    """Notes every statement a confirmation issues, so the raw run replays exactly those."""
+
+    def _note(self, kind: str, query: str, params: Any) -> None:
+        if (log := _recording.get()) is not None:
+            log.append((kind, query, params))
+
+    async def fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        self._note("read", query, params)
+        return await super().fetchone(query, params)
+
+    async def _send(self, cursor: Any, batch: str) -> None:
+        self._note("batch", batch, None)
+        await super()._send(cursor, batch)
+
+
+async def prepare(url: str, users: int, per_user: int, clock: ManualClock) -> list[tuple[UserId, str, str]]:
+    container = service(url, pool_size=10, clock=clock)
+    container.gateways.ids.override(providers.Object(SequentialIds(seed=7)))
+    pool = container.gateways.pool()
+    await pool.open(wait=True)
+    grant, quote = container.use_cases.grant_coins(), container.use_cases.quote_order()
+    quotes = []
+    for user in range(1, users + 1):
+        await grant(uc.GrantCoinsCommand(UserId(user), LotKind.START, 5 * 4 * per_user, timedelta(days=30)))
+        for _ in range(per_user):
+            q = await quote(uc.QuoteOrderCommand(UserId(user), f"sources/{user}.mp4", 5))
+            quotes.append((q.user_id, q.quote_id, q.token))
+    await pool.close()
+    return quotes
+
+
+async def drive(calls: list[Any], clients: int) -> tuple[float, list[float]]:
+    """Run the calls with `clients` concurrent callers; returns wall seconds and latencies."""
+    pending = list(reversed(calls))
+    latencies: list[float] = []
+
+    async def client() -> None:
+        while pending:
+            call = pending.pop()
+            began = time.perf_counter()
+            await call()
+            latencies.append(time.perf_counter() - began)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    return time.perf_counter() - began, latencies
+
+
+async def app_wave(url: str, quotes: list[tuple[UserId, str, str]], clients: int, pool_size: int,
+                   clock: ManualClock, record: bool = False) -> tuple[float, list[float], list[Any]]:
+    container = service(url, pool_size=pool_size, clock=clock)
+    if record:
+        container.gateways.uow.override(providers.Factory(RecordingUnitOfWork, pool=container.gateways.pool))
+    pool = container.gateways.pool()
+    await pool.open(wait=True)
+    await pool.wait()
+    confirm = container.use_cases.confirm_order()
+    logs: list[Any] = []
+
+    def call(user: UserId, quote_id: str, token: str) -> Any:
+        async def run() -> None:
+            log: list[Any] = []
+            _recording.set(log if record else None)
+            await confirm(uc.ConfirmOrderCommand(user, quote_id, token))
+            logs.append(log)
+
+        return run
+
+    seconds, latencies = await drive([call(*q) for q in quotes], clients)
+    await pool.close()
+    return seconds, latencies, logs
+
+
+async def raw_wave(url: str, logs: list[list[tuple[str, str, Any]]], clients: int, pool_size: int) -> float:
+    pool = AsyncConnectionPool(url, min_size=pool_size, max_size=pool_size, open=False,
+                               kwargs={"prepare_threshold": 0, "autocommit": False})
+    await pool.open(wait=True)
+
+    def call(log: list[tuple[str, str, Any]]) -> Any:
+        async def run() -> None:
+            async with pool.connection() as conn:
+                for kind, query, params in log:
+                    if kind == "read":
+                        await (await conn.execute(sql(query), params)).fetchone()
+                    else:
+                        await psycopg.AsyncClientCursor(conn).execute(query)
+
+        return run
+
+    seconds, _ = await drive([call(log) for log in logs], clients)
+    await pool.close()
+    return seconds
+
+
+def clone(pg: Any, source: str, name: str) -> str:
+    if pg.database_exists(name):
+        pg.drop_database(name)
+    pg.create_database(name, template=source)
+    return pg.url(name)
+
+
+async def _timed_share(kind: str, url: str, items: list[Any], clients: int, pool_size: int,
+                       start_at: float, now: datetime) -> tuple[float, float, list[float]]:
+    """One process's share of a wave, started at a common instant; returns begin, end, latencies."""
+    if kind == "app":
+        container = service(url, pool_size=pool_size, clock=ManualClock(now))
+        pool = container.gateways.pool()
+        confirm = container.use_cases.confirm_order()
+
+        def call(item: Any) -> Any:
+            return lambda: confirm(uc.ConfirmOrderCommand(*item))
+    else:
+        pool = AsyncConnectionPool(url, min_size=pool_size, max_size=pool_size, open=False,
+                                   kwargs={"prepare_threshold": 0, "autocommit": False})
+
+        def call(item: Any) -> Any:
+            async def run() -> None:
+                async with pool.connection() as conn:
+                    for step, query, params in item:
+                        if step == "read":
+                            await (await conn.execute(sql(query), params)).fetchone()
+                        else:
+                            await psycopg.AsyncClientCursor(conn).execute(query)
+
+            return run
+
+    await pool.open(wait=True)
+    await pool.wait()
+    calls = [call(item) for item in items]
+    await asyncio.sleep(max(0.0, start_at - time.time()))
+    began = time.time()
+    _, latencies = await drive(calls, clients)
+    ended = time.time()
+    await pool.close()
+    return began, ended, latencies
+
+
+def _share(args: tuple[Any, ...]) -> tuple[float, float, list[float]]:
+    return asyncio.run(_timed_share(*args))
+
+
+def wave(kind: str, url: str, items: list[Any], clients: int, pool_size: int, processes: int,
+         now: datetime) -> tuple[float, list[float]]:
+    """The wave split over `processes` application processes (as core would run them),
+    `clients` concurrent callers and `pool_size` connections in all."""
+    start_at = time.time() + 2.0 + processes
+    shares = [
+        (kind, url, items[i::processes], max(1, clients // processes), max(1, pool_size // processes), start_at, now)
+        for i in range(processes)
+    ]
+    with concurrent.futures.ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as ex:
+        results = list(ex.map(_share, shares))
+    seconds = max(end for _, end, _ in results) - min(begin for begin, _, _ in results)
+    return seconds, [lat for _, _, lats in results for lat in lats]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--orders", type=int, default=1000)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--pool", type=int, default=10)
+    parser.add_argument("--processes", type=int, default=2, help="application processes (core workers)")
+    args = parser.parse_args()
+    now = datetime.now(UTC)
+    clock = ManualClock(now)
+    figures: dict[str, Any] = {"bench": "confirm_wave"}
+    with server() as pg:
+        fresh_database(pg, "distinct_setup")
+        distinct = asyncio.run(prepare(pg.url("distinct_setup"), args.orders, 1, clock))
+        fresh_database(pg, "fifty_setup")
+        fifty = asyncio.run(prepare(pg.url("fifty_setup"), 50, args.orders // 50, clock))
+        # The statements each confirmation issues, recorded once, replayed bare below.
+        _, _, logs = asyncio.run(app_wave(
+            clone(pg, "distinct_setup", "distinct_rec"), distinct, args.clients, args.pool, clock, record=True))
+        for processes in sorted({1, args.processes}):
+            seconds, latencies = wave("app", clone(pg, "distinct_setup", f"app_{processes}"), distinct,
+                                      args.clients, args.pool, processes, now)
+            raw, _ = wave("raw", clone(pg, "distinct_setup", f"raw_{processes}"), logs,
+                          args.clients, args.pool, processes, now)
+            fifty_seconds, fifty_latencies = wave("app", clone(pg, "fifty_setup", f"fifty_{processes}"), fifty,
+                                                  args.clients, args.pool, processes, now)
+            run = {
+                "processes": processes,
+                "orders": len(distinct),
+                "users": len(distinct),
+                "clients": args.clients,
+                "pool": args.pool,
+                "seconds": round(seconds, 3),
+                "per_s": round(len(distinct) / seconds, 1),
+                "p95_ms": round(p95(latencies) * 1000, 2),
+                "raw_sql_seconds": round(raw, 3),
+                "ratio_to_raw": round(raw / seconds, 3),
+                "fifty_users": {
+                    "orders": len(fifty),
+                    "seconds": round(fifty_seconds, 3),
+                    "per_s": round(len(fifty) / fifty_seconds, 1),
+                    "p95_ms": round(p95(fifty_latencies) * 1000, 2),
+                },
+            }
+            if processes == args.processes:
+                figures.update(run)
+            else:
+                figures["single_process"] = run
+    figures["statements_per_order"] = round(
+        sum(1 if step == "read" else query.count(";\n") for log in logs for step, query, _ in log) / len(logs), 2)
+    figures["round_trips_per_order"] = round(sum(len(log) for log in logs) / len(logs), 2)
+    emit(figures)
+
+
+if __name__ == "__main__":
+    main()
