@@ -126,10 +126,14 @@ class UnitOfWork(Protocol):
 
 
 class Notifier(Protocol):
-    """Wakes waiting claimers; a wake-up only means 'try to claim'."""
+    """Wakes waiting claimers; a wake-up only means 'try to claim'. A claimer takes a ticket
+    before it looks for work, so news that arrives while it looks is never missed."""
 
     def job_available(self) -> None: ...
-    async def wait(self, timeout: float) -> bool: ...
+    def ticket(self) -> int: ...
+    async def wait(self, ticket: int, timeout: float) -> bool:
+        """Return at once if work was announced after `ticket`, else wait up to `timeout`."""
+        ...
 
 
 class PaymentProvider(Protocol):

@@ -1,4 +1,4 @@
-"""Wake-ups within one process: set on new work, awaited by waiting claimers."""
+"""Wake-ups within one process: announced on new work, awaited by waiting claimers."""
 
 from __future__ import annotations
 
@@ -7,16 +7,29 @@ import contextlib
 
 
 class InProcessNotifier:
+    """Every announcement starts a new generation; a waiter holding an older ticket wakes."""
+
     def __init__(self) -> None:
-        self._event = asyncio.Event()
         self.wakeups = 0
+        self._generation = 0
+        self._changed: asyncio.Event | None = None
 
     def job_available(self) -> None:
         self.wakeups += 1
-        self._event.set()
+        self._generation += 1
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
 
-    async def wait(self, timeout: float) -> bool:
+    def ticket(self) -> int:
+        return self._generation
+
+    async def wait(self, ticket: int, timeout: float) -> bool:
+        if self._generation != ticket:
+            return True
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        changed = self._changed
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._event.wait(), timeout)
-        woke, _ = self._event.is_set(), self._event.clear()
-        return woke
+            await asyncio.wait_for(changed.wait(), timeout)
+        return self._generation != ticket

@@ -178,3 +178,7 @@ UPDATE capacity_slots SET order_id = %(order_id)s
 
 -- free_slot --
 UPDATE capacity_slots SET order_id = NULL WHERE order_id = %(order_id)s;
+
+-- notify_jobs --
+-- Sent inside the transaction that made work claimable: delivered at commit, never before.
+SELECT pg_notify('videocopies_jobs', '');

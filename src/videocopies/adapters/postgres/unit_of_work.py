@@ -18,7 +18,7 @@ from videocopies.adapters.postgres.queries import sql
 from videocopies.application.errors import Conflict, ServiceBusy
 from videocopies.application.ports import OutboxMessage, RefusedWrite
 from videocopies.domain.coins import CoinAccount
-from videocopies.domain.jobs import Job, LeaseLossReason, LeaseLost
+from videocopies.domain.jobs import Job, JobState, LeaseLossReason, LeaseLost
 from videocopies.domain.orders import Order
 from videocopies.domain.payments import Payment
 from videocopies.domain.receipts import Receipt
@@ -226,6 +226,7 @@ class PostgresJobs:
 
     def writes(self, now: datetime) -> Writes:
         out: Writes = [("insert_job", mappers.job_params(j)) for j in self.added.values()]
+        announce = bool(self.added)
         for job, loaded, checkpointed in self.loaded.values():
             if job.version == loaded:
                 continue
@@ -238,6 +239,9 @@ class PostgresJobs:
                 out.append(
                     ("insert_checkpoint", mappers.checkpoint_params(job.job_id, index, job.checkpoints[index], now))
                 )
+            announce = announce or job.state is JobState.QUEUED
+        if announce:
+            out.append(("notify_jobs", {}))
         return out
 
 
