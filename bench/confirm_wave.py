@@ -12,19 +12,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
-import multiprocessing
 import contextvars
+import multiprocessing
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
+from _support import emit, fresh_database, p95, server, service
 from dependency_injector import providers
 from psycopg_pool import AsyncConnectionPool
 
-from _support import emit, fresh_database, p95, server, service
 from videocopies.adapters.memory import ManualClock, SequentialIds
-from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.postgres.queries import sql
 from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from videocopies.application import use_cases as uc
@@ -83,8 +82,14 @@ async def drive(calls: list[Any], clients: int) -> tuple[float, list[float]]:
     return time.perf_counter() - began, latencies
 
 
-async def app_wave(url: str, quotes: list[tuple[UserId, str, str]], clients: int, pool_size: int,
-                   clock: ManualClock, record: bool = False) -> tuple[float, list[float], list[Any]]:
+async def app_wave(
+    url: str,
+    quotes: list[tuple[UserId, str, str]],
+    clients: int,
+    pool_size: int,
+    clock: ManualClock,
+    record: bool = False,
+) -> tuple[float, list[float], list[Any]]:
     container = service(url, pool_size=pool_size, clock=clock)
     if record:
         container.gateways.uow.override(providers.Factory(RecordingUnitOfWork, pool=container.gateways.pool))
@@ -109,8 +114,9 @@ async def app_wave(url: str, quotes: list[tuple[UserId, str, str]], clients: int
 
 
 async def raw_wave(url: str, logs: list[list[tuple[str, str, Any]]], clients: int, pool_size: int) -> float:
-    pool = AsyncConnectionPool(url, min_size=pool_size, max_size=pool_size, open=False,
-                               kwargs={"prepare_threshold": 0, "autocommit": False})
+    pool = AsyncConnectionPool(
+        url, min_size=pool_size, max_size=pool_size, open=False, kwargs={"prepare_threshold": 0, "autocommit": False}
+    )
     await pool.open(wait=True)
 
     def call(log: list[tuple[str, str, Any]]) -> Any:
@@ -136,8 +142,9 @@ def clone(pg: Any, source: str, name: str) -> str:
     return pg.url(name)
 
 
-async def _timed_share(kind: str, url: str, items: list[Any], clients: int, pool_size: int,
-                       start_at: float, now: datetime) -> tuple[float, float, list[float]]:
+async def _timed_share(
+    kind: str, url: str, items: list[Any], clients: int, pool_size: int, start_at: float, now: datetime
+) -> tuple[float, float, list[float]]:
     """One process's share of a wave, started at a common instant; returns begin, end, latencies."""
     if kind == "app":
         container = service(url, pool_size=pool_size, clock=ManualClock(now))
@@ -147,8 +154,13 @@ async def _timed_share(kind: str, url: str, items: list[Any], clients: int, pool
         def call(item: Any) -> Any:
             return lambda: confirm(uc.ConfirmOrderCommand(*item))
     else:
-        pool = AsyncConnectionPool(url, min_size=pool_size, max_size=pool_size, open=False,
-                                   kwargs={"prepare_threshold": 0, "autocommit": False})
+        pool = AsyncConnectionPool(
+            url,
+            min_size=pool_size,
+            max_size=pool_size,
+            open=False,
+            kwargs={"prepare_threshold": 0, "autocommit": False},
+        )
 
         def call(item: Any) -> Any:
             async def run() -> None:
@@ -176,8 +188,9 @@ def _share(args: tuple[Any, ...]) -> tuple[float, float, list[float]]:
     return asyncio.run(_timed_share(*args))
 
 
-def wave(kind: str, url: str, items: list[Any], clients: int, pool_size: int, processes: int,
-         now: datetime) -> tuple[float, list[float]]:
+def wave(
+    kind: str, url: str, items: list[Any], clients: int, pool_size: int, processes: int, now: datetime
+) -> tuple[float, list[float]]:
     """The wave split over `processes` application processes (as core would run them),
     `clients` concurrent callers and `pool_size` connections in all."""
     start_at = time.time() + 2.0 + processes
@@ -207,15 +220,25 @@ def main() -> None:
         fresh_database(pg, "fifty_setup")
         fifty = asyncio.run(prepare(pg.url("fifty_setup"), 50, args.orders // 50, clock))
         # The statements each confirmation issues, recorded once, replayed bare below.
-        _, _, logs = asyncio.run(app_wave(
-            clone(pg, "distinct_setup", "distinct_rec"), distinct, args.clients, args.pool, clock, record=True))
+        _, _, logs = asyncio.run(
+            app_wave(clone(pg, "distinct_setup", "distinct_rec"), distinct, args.clients, args.pool, clock, record=True)
+        )
         for processes in sorted({1, args.processes}):
-            seconds, latencies = wave("app", clone(pg, "distinct_setup", f"app_{processes}"), distinct,
-                                      args.clients, args.pool, processes, now)
-            raw, _ = wave("raw", clone(pg, "distinct_setup", f"raw_{processes}"), logs,
-                          args.clients, args.pool, processes, now)
-            fifty_seconds, fifty_latencies = wave("app", clone(pg, "fifty_setup", f"fifty_{processes}"), fifty,
-                                                  args.clients, args.pool, processes, now)
+            seconds, latencies = wave(
+                "app",
+                clone(pg, "distinct_setup", f"app_{processes}"),
+                distinct,
+                args.clients,
+                args.pool,
+                processes,
+                now,
+            )
+            raw, _ = wave(
+                "raw", clone(pg, "distinct_setup", f"raw_{processes}"), logs, args.clients, args.pool, processes, now
+            )
+            fifty_seconds, fifty_latencies = wave(
+                "app", clone(pg, "fifty_setup", f"fifty_{processes}"), fifty, args.clients, args.pool, processes, now
+            )
             run = {
                 "processes": processes,
                 "orders": len(distinct),
@@ -239,7 +262,8 @@ def main() -> None:
             else:
                 figures["single_process"] = run
     figures["statements_per_order"] = round(
-        sum(1 if step == "read" else query.count(";\n") for log in logs for step, query, _ in log) / len(logs), 2)
+        sum(1 if step == "read" else query.count(";\n") for log in logs for step, query, _ in log) / len(logs), 2
+    )
     figures["round_trips_per_order"] = round(sum(len(log) for log in logs) / len(logs), 2)
     emit(figures)
 

@@ -25,8 +25,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
-
 from _support import emit, fresh_database, server
+
 from videocopies.adapters.postgres.notifier import PostgresNotifier
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
@@ -92,8 +92,13 @@ def throughput(url: str, workers: int, batch: int) -> dict[str, Any]:
             "SELECT count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE attempts > 1) FROM jobs"
         ).fetchone()
     assert done == jobs and over == 0, (done, jobs, over)
-    return {"workers": workers, "batch": batch, "jobs": jobs, "seconds": round(seconds, 3),
-            "jobs_per_s": round(jobs / seconds, 1)}
+    return {
+        "workers": workers,
+        "batch": batch,
+        "jobs": jobs,
+        "seconds": round(seconds, 3),
+        "jobs_per_s": round(jobs / seconds, 1),
+    }
 
 
 async def trickle(url: str, jobs: int, rate: float, claimers: int) -> dict[str, Any]:
@@ -171,8 +176,9 @@ def main() -> None:
         fresh_database(pg, "queue_trickle")
         wake = asyncio.run(trickle(pg.url("queue_trickle"), args.trickle, args.rate, claimers=4))
     best = next(r for r in runs if r["workers"] == 4 and r["batch"] == 10)
-    emit({"bench": "queue_throughput", "workers": 4, "batch": 10, "jobs_per_s": best["jobs_per_s"],
-          "runs": runs, **wake})
+    emit(
+        {"bench": "queue_throughput", "workers": 4, "batch": 10, "jobs_per_s": best["jobs_per_s"], "runs": runs, **wake}
+    )
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ INSERT INTO coin_debits (order_id, key) VALUES (%(order_id)s, %(key)s);
 -- accounts_with_expiring_lots --
 -- Accounts holding available coins in lots past their expiry, for the expiry sweep.
 SELECT DISTINCT user_id FROM coin_lots
- WHERE expires_at <= %(now)s AND available > 0
+ WHERE expires_at <= %(now)s AND available > 0 AND expires_at IS NOT NULL
  LIMIT %(limit)s;
 
 -- load_order --

@@ -81,6 +81,8 @@ coin_lots = Table(
     CheckConstraint("available >= 0 AND debited >= 0 AND expired >= 0", name="not_negative"),
     CheckConstraint("available + debited + expired <= amount", name="within_amount"),
     Index(None, "user_id"),
+    # The expiry sweep looks only at lots that still hold coins and can expire.
+    Index("ix_coin_lots_expiring", "expires_at", postgresql_where=text("available > 0 AND expires_at IS NOT NULL")),
 )
 
 coin_reservations = Table(
