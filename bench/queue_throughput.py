@@ -124,15 +124,18 @@ async def trickle(url: str, jobs: int, rate: float, claimers: int) -> dict[str, 
                 await notifier.wait(ticket, 1.0)
 
     async def producer() -> None:
+        # The producer announces like core does: after its commit, through its own notifier.
+        announcer = PostgresNotifier(url)
+        await announcer.start()
         async with pool.connection() as conn:
             for n in range(jobs):
                 await asyncio.sleep(1 / rate)
                 first = {"first": 10**7 + n, "last": 10**7 + n}
-                await psycopg.AsyncClientCursor(conn).execute(
-                    INSERT_JOBS + "SELECT pg_notify('videocopies_jobs', '');", first
-                )
+                await psycopg.AsyncClientCursor(conn).execute(INSERT_JOBS, first)
                 await conn.commit()
                 committed[f"j{10**7 + n}"] = time.perf_counter()
+                announcer.job_available()
+        await announcer.stop()
 
     tasks = [asyncio.create_task(claimer(i)) for i in range(claimers)]
     await producer()

@@ -1,5 +1,6 @@
-"""Wake-ups: a claimer parked on the notifier learns of new work when it is committed,
-from any process and through PgBouncer; a rolled-back change announces nothing."""
+"""Wake-ups: a claimer parked on the notifier learns of new work once it is committed,
+from another process's notifier, while the writes go through PgBouncer; a rolled-back
+change announces nothing; and no commit waits on the server-wide notification lock."""
 
 from __future__ import annotations
 
@@ -26,12 +27,17 @@ async def wired(pg_server: LocalPostgres, database: str, pgbouncer) -> tuple[Pos
     service = PostgresService(settings=Settings(quote_secret=b"n"))
     service.gateways.config.from_dict({"database_url": pgbouncer.url(database), "pool_size": 4})
     service.gateways.clock.override(providers.Object(ManualClock(datetime.now(UTC))))
+    service.gateways.config.listen_url.from_value(pg_server.url(database))
+    # Another process's notifier, as a worker-facing core would have: it only listens here.
     listener = PostgresNotifier(pg_server.url(database), safety_poll_s=5.0)
     await listener.start()
+    announcer = service.gateways.notifier()
+    await announcer.start()
     pool = service.gateways.pool()
     await pool.open(wait=True)
     yield service, listener
     await pool.close()
+    await announcer.stop()
     await listener.stop()
 
 

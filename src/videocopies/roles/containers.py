@@ -12,6 +12,7 @@ from videocopies.adapters.memory import (
     ManualClock,
     SequentialIds,
 )
+from videocopies.adapters.postgres.notifier import PostgresNotifier
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from videocopies.adapters.system import RandomIds, SystemClock
@@ -29,6 +30,10 @@ class MemoryGateways(containers.DeclarativeContainer):
     payment_provider = providers.Singleton(InMemoryPaymentProvider)
 
 
+def _listen_url(config: dict[str, object]) -> str:
+    return str(config.get("listen_url") or config["database_url"])
+
+
 class PostgresGateways(containers.DeclarativeContainer):
     """PostgreSQL (directly or through PgBouncer) with the real clock and identifiers."""
 
@@ -40,7 +45,8 @@ class PostgresGateways(containers.DeclarativeContainer):
     uow = providers.Factory(PostgresUnitOfWork, pool=pool)
     clock = providers.Singleton(SystemClock)
     ids = providers.Singleton(RandomIds)
-    notifier = providers.Singleton(InProcessNotifier)
+    # LISTEN needs a direct connection even when the pool goes through PgBouncer.
+    notifier = providers.Singleton(PostgresNotifier, direct_url=providers.Callable(_listen_url, config))
     payment_provider = providers.Dependency()  # the real provider arrives with the payments work
 
 

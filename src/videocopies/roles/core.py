@@ -30,6 +30,8 @@ def build(settings: Settings, database_url: str, pool_size: int = 10) -> Postgre
 async def run(container: PostgresService, stop: asyncio.Event, lease_sweep_s: float = 1.0) -> None:
     pool = container.gateways.pool()
     await pool.open(wait=True, timeout=30)
+    notifier = container.gateways.notifier()
+    await notifier.start()
     expire_leases = container.use_cases.expire_leases()
     expire_coins = container.use_cases.expire_coins()
     try:
@@ -44,6 +46,7 @@ async def run(container: PostgresService, stop: asyncio.Event, lease_sweep_s: fl
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), lease_sweep_s)
     finally:
+        await notifier.stop()
         await pool.close()
 
 

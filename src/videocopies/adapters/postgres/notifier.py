@@ -1,8 +1,9 @@
 """Wake-ups across processes: LISTEN on one direct connection, a slow safety poll behind it.
 
 Never through PgBouncer: in transaction mode a LISTEN lands on a shared server session and
-notices go nowhere. NOTIFY itself is sent inside the writing transaction (see queries.sql),
-so it is delivered only when the new work is committed and visible.
+notices go nowhere. The NOTIFY is sent after the change committed, from a connection of its
+own and coalesced: a NOTIFY inside the writing transaction would make every such commit on
+the server queue on one lock.
 """
 
 from __future__ import annotations
@@ -24,39 +25,74 @@ class PostgresNotifier(InProcessNotifier):
         super().__init__()
         self._url = direct_url
         self._safety_poll_s = safety_poll_s
-        self._task: asyncio.Task[None] | None = None
-        self._conn: psycopg.AsyncConnection | None = None
-        self.notices = 0
+        self._listening: psycopg.AsyncConnection | None = None
+        self._sending: psycopg.AsyncConnection | None = None
+        self._listener: asyncio.Task[None] | None = None
+        self._announcer: asyncio.Task[None] | None = None
+        self._pending = False
+        self.notices = 0  # received
+        self.announced = 0  # sent
 
     async def start(self) -> None:
-        self._conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
-        await self._conn.execute(f"LISTEN {CHANNEL}")
-        self._task = asyncio.create_task(self._listen(), name="videocopies-listen")
+        self._listening = await self._connect(listen=True)
+        self._sending = await self._connect(listen=False)
+        self._listener = asyncio.create_task(self._listen(), name="videocopies-listen")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        if self._conn is not None:
-            await self._conn.close()
+        for task in (self._announcer, self._listener):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        for conn in (self._listening, self._sending):
+            if conn is not None:
+                await conn.close()
+
+    def job_available(self) -> None:
+        """Wake this process's claimers now, and the other processes' by one NOTIFY that
+        covers every announcement made while the previous one was on its way."""
+        super().job_available()
+        if self._sending is None:
+            return
+        self._pending = True
+        if self._announcer is None or self._announcer.done():
+            self._announcer = asyncio.create_task(self._announce(), name="videocopies-notify")
 
     async def wait(self, ticket: int, timeout: float) -> bool:
         # Returning after the safety-poll interval makes the caller look anyway, so a lost
         # notice (a dropped connection) costs at most that interval.
         return await super().wait(ticket, min(timeout, self._safety_poll_s))
 
-    async def _listen(self) -> None:
-        assert self._conn is not None
-        while True:
+    async def _announce(self) -> None:
+        while self._pending:
+            self._pending = False
             try:
-                async for _ in self._conn.notifies():
-                    self.notices += 1
-                    self.job_available()
+                assert self._sending is not None
+                await self._sending.execute("SELECT pg_notify(%s, '')", [CHANNEL])
+                self.announced += 1
             except psycopg.OperationalError as lost:
-                log.warning("LISTEN connection lost (%s); reconnecting", lost)
-                self.job_available()  # something may have been announced while we were away
+                log.warning("NOTIFY connection lost (%s); reconnecting", lost)
                 await asyncio.sleep(0.5)
                 with contextlib.suppress(psycopg.OperationalError):
-                    self._conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
-                    await self._conn.execute(f"LISTEN {CHANNEL}")
+                    self._sending = await self._connect(listen=False)
+                self._pending = True
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                assert self._listening is not None
+                async for _ in self._listening.notifies():
+                    self.notices += 1
+                    InProcessNotifier.job_available(self)  # local only: never echo it back
+            except psycopg.OperationalError as lost:
+                log.warning("LISTEN connection lost (%s); reconnecting", lost)
+                InProcessNotifier.job_available(self)  # something may have been announced meanwhile
+                await asyncio.sleep(0.5)
+                with contextlib.suppress(psycopg.OperationalError):
+                    self._listening = await self._connect(listen=True)
+
+    async def _connect(self, listen: bool) -> psycopg.AsyncConnection:
+        conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+        if listen:
+            await conn.execute(f"LISTEN {CHANNEL}")
+        return conn

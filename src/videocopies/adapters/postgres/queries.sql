@@ -1,5 +1,10 @@
+-- lock_account --
+-- Lock only this user's row, in its own statement: under READ COMMITTED the load that
+-- follows then reads lots and reservations as the previous holder of the lock left them.
+SELECT user_id FROM coin_accounts WHERE user_id = %(user_id)s FOR UPDATE;
+
 -- load_account --
--- A user's account with every lot and its open reservations, locking only this user's row.
+-- A user's account with every lot and its open reservations (after lock_account).
 SELECT a.version,
        (SELECT coalesce(json_agg(json_build_object(
                    'lot_id', l.lot_id, 'kind', l.kind, 'amount', l.amount,
@@ -16,8 +21,7 @@ SELECT a.version,
                               FROM coin_debits d WHERE d.order_id = r.order_id))), '[]')
           FROM coin_reservations r WHERE r.user_id = a.user_id AND r.open) AS reservations
   FROM coin_accounts a
- WHERE a.user_id = %(user_id)s
-   FOR UPDATE OF a;
+ WHERE a.user_id = %(user_id)s;
 
 -- insert_account --
 INSERT INTO coin_accounts (user_id, version, created_at) VALUES (%(user_id)s, %(version)s, %(now)s);
@@ -72,41 +76,45 @@ UPDATE orders SET state = %(state)s, copy_states = %(copy_states)s, failure_reas
                   version = %(version)s
  WHERE order_id = %(order_id)s AND version = %(loaded)s;
 
+-- lock_job --
+SELECT job_id FROM jobs WHERE job_id = %(job_id)s FOR UPDATE;
+
 -- load_job --
+-- A job with its checkpoints (after lock_job, so the checkpoints are current).
 SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
               WHERE c.job_id = j.job_id) AS checkpoints
-  FROM jobs j WHERE j.job_id = %(job_id)s FOR UPDATE OF j;
+  FROM jobs j WHERE j.job_id = %(job_id)s;
+
+-- lock_job_for_order --
+SELECT job_id FROM jobs WHERE order_id = %(order_id)s FOR UPDATE;
 
 -- load_job_for_order --
 SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
               WHERE c.job_id = j.job_id) AS checkpoints
-  FROM jobs j WHERE j.order_id = %(order_id)s FOR UPDATE OF j;
+  FROM jobs j WHERE j.order_id = %(order_id)s;
+
+-- load_jobs --
+SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
+              WHERE c.job_id = j.job_id) AS checkpoints
+  FROM jobs j WHERE j.job_id = ANY(%(job_ids)s)
+ ORDER BY j.created_at, j.job_id;
 
 -- claimable_jobs --
--- Queued jobs oldest first, then leases that ran out; rows another claimer holds are skipped.
+-- Lapsed leases first, then queued jobs oldest first; rows another claimer holds are skipped.
+-- Only ids here: the rows are read by load_jobs in the next statement, after the locks.
 WITH lapsed AS (
     SELECT job_id FROM jobs WHERE state = 'leased' AND lease_until <= %(now)s
      ORDER BY lease_until LIMIT %(limit)s FOR UPDATE SKIP LOCKED
 ), queued AS (
     SELECT job_id FROM jobs WHERE state = 'queued'
      ORDER BY created_at, job_id LIMIT %(limit)s FOR UPDATE SKIP LOCKED
-), picked AS (
-    SELECT job_id FROM lapsed UNION ALL SELECT job_id FROM queued LIMIT %(limit)s
 )
-SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
-              WHERE c.job_id = j.job_id) AS checkpoints
-  FROM jobs j JOIN picked USING (job_id)
- ORDER BY j.created_at, j.job_id;
+SELECT job_id FROM lapsed UNION ALL SELECT job_id FROM queued LIMIT %(limit)s;
 
 -- expired_leases --
 -- The sweep: leases that ran out, soonest first, skipping rows a claimer already holds.
-WITH picked AS (
-    SELECT job_id FROM jobs WHERE state = 'leased' AND lease_until <= %(now)s
-     ORDER BY lease_until LIMIT %(limit)s FOR UPDATE SKIP LOCKED
-)
-SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
-              WHERE c.job_id = j.job_id) AS checkpoints
-  FROM jobs j JOIN picked USING (job_id);
+SELECT job_id FROM jobs WHERE state = 'leased' AND lease_until <= %(now)s
+ ORDER BY lease_until LIMIT %(limit)s FOR UPDATE SKIP LOCKED;
 
 -- insert_job --
 INSERT INTO jobs (job_id, order_id, state, plans, max_attempts, attempts, cancel_requested, worker_id,
@@ -179,6 +187,3 @@ UPDATE capacity_slots SET order_id = %(order_id)s
 -- free_slot --
 UPDATE capacity_slots SET order_id = NULL WHERE order_id = %(order_id)s;
 
--- notify_jobs --
--- Sent inside the transaction that made work claimable: delivered at commit, never before.
-SELECT pg_notify('videocopies_jobs', '');

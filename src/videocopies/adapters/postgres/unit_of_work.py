@@ -18,7 +18,7 @@ from videocopies.adapters.postgres.queries import sql
 from videocopies.application.errors import Conflict, ServiceBusy
 from videocopies.application.ports import OutboxMessage, RefusedWrite
 from videocopies.domain.coins import CoinAccount
-from videocopies.domain.jobs import Job, JobState, LeaseLossReason, LeaseLost
+from videocopies.domain.jobs import Job, LeaseLossReason, LeaseLost
 from videocopies.domain.orders import Order
 from videocopies.domain.payments import Payment
 from videocopies.domain.receipts import Receipt
@@ -87,7 +87,7 @@ class PostgresAccounts:
             return self.added[user_id]
         if user_id in self.loaded:
             return self.loaded[user_id][0]
-        row = await self._uow.fetchone("load_account", {"user_id": user_id})
+        row = await self._uow.locked_fetchone("lock_account", "load_account", {"user_id": user_id})
         if row is None:
             return None
         account = mappers.account_from_row(user_id, row)
@@ -203,30 +203,36 @@ class PostgresJobs:
             return self.added[job_id]
         if job_id in self.loaded:
             return self.loaded[job_id][0]
-        row = await self._uow.fetchone("load_job", {"job_id": job_id})
+        row = await self._uow.locked_fetchone("lock_job", "load_job", {"job_id": job_id})
         return None if row is None else self._track(row)
 
     async def for_order(self, order_id: OrderId) -> Job | None:
         for job in self.added.values():
             if job.order_id == order_id:
                 return job
-        row = await self._uow.fetchone("load_job_for_order", {"order_id": order_id})
+        row = await self._uow.locked_fetchone("lock_job_for_order", "load_job_for_order", {"order_id": order_id})
         return None if row is None else self._track(row)
 
     async def add(self, job: Job) -> None:
         self.added[job.job_id] = job
 
     async def claimable(self, now: datetime, limit: int) -> Sequence[Job]:
-        rows = await self._uow.fetchall("claimable_jobs", {"now": now, "limit": limit})
-        return [self._track(row) for row in rows]
+        return await self._locked_batch("claimable_jobs", now, limit)
 
     async def expired(self, now: datetime, limit: int) -> Sequence[Job]:
-        rows = await self._uow.fetchall("expired_leases", {"now": now, "limit": limit})
-        return [self._track(row) for row in rows]
+        return await self._locked_batch("expired_leases", now, limit)
+
+    async def _locked_batch(self, query: str, now: datetime, limit: int) -> list[Job]:
+        """Lock first (skipping rows others hold), then read what was locked."""
+        ids = [row["job_id"] for row in await self._uow.fetchall(query, {"now": now, "limit": limit})]
+        fresh = [job_id for job_id in ids if job_id not in self.loaded]
+        if fresh:
+            for row in await self._uow.fetchall("load_jobs", {"job_ids": fresh}):
+                self._track(row)
+        return [self.loaded[JobId(job_id)][0] for job_id in ids]
 
     def writes(self, now: datetime) -> Writes:
         out: Writes = [("insert_job", mappers.job_params(j)) for j in self.added.values()]
-        announce = bool(self.added)
         for job, loaded, checkpointed in self.loaded.values():
             if job.version == loaded:
                 continue
@@ -239,9 +245,6 @@ class PostgresJobs:
                 out.append(
                     ("insert_checkpoint", mappers.checkpoint_params(job.job_id, index, job.checkpoints[index], now))
                 )
-            announce = announce or job.state is JobState.QUEUED
-        if announce:
-            out.append(("notify_jobs", {}))
         return out
 
 
@@ -395,14 +398,33 @@ class PostgresUnitOfWork:
         return self._conn
 
     async def fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
-        async with self.conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(sql(query), params)
-            return await cur.fetchone()
+        try:
+            async with self.conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(sql(query), params)
+                return await cur.fetchone()
+        except psycopg.Error as error:
+            raise _translate(error) from error
 
     async def fetchall(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        async with self.conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(sql(query), params)
-            return await cur.fetchall()
+        try:
+            async with self.conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(sql(query), params)
+                return await cur.fetchall()
+        except psycopg.Error as error:
+            raise _translate(error) from error
+
+    async def locked_fetchone(self, lock: str, load: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """Lock a row, then read it with what hangs off it, in one round trip. Two statements,
+        because a statement that waited for a lock still reads the rest from its old snapshot."""
+        try:
+            async with self.conn.pipeline():
+                locking = self.conn.cursor()
+                await locking.execute(sql(lock), params)
+                loading = self.conn.cursor(row_factory=dict_row)
+                await loading.execute(sql(load), params)
+            return await loading.fetchone() if await locking.fetchone() is not None else None
+        except psycopg.Error as error:
+            raise _translate(error) from error
 
     async def execute(self, query: str, params: dict[str, Any]) -> int:
         async with self.conn.cursor() as cur:

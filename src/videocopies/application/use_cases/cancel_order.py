@@ -27,11 +27,12 @@ class CancelOrder:
     async def __call__(self, cmd: CancelOrderCommand) -> OrderState:
         now = self._clock.now()
         async with self._uow() as uow:
+            # Job before order before account, the order every use case locks them in.
+            job = await uow.jobs.for_order(cmd.order_id)
             order = await load_order(uow, cmd.order_id, cmd.user_id)
             if order.is_final:
                 return order.state
             order.request_cancel()
-            job = await uow.jobs.for_order(order.order_id)
             if job is None or job.request_cancel():
                 await settle(uow, order, order.finish_cancel(), now)
             await uow.commit()
