@@ -178,12 +178,20 @@ def distance(a: EffectsPlan, b: EffectsPlan) -> float:
     pitch, of the absolute difference as a share of that parameter's allowed range; a plan
     without pitch counts as pitch 1.0 (unchanged).
     """
-    def value(plan: EffectsPlan, name: str) -> float:
-        found = getattr(plan, name)
-        return 1.0 if found is None else found
+    return _apart(_position(a), _position(b))
 
-    total = sum(abs(value(a, n) - value(b, n)) / (hi - lo) for n, (lo, hi) in _MEASURED)
-    return total / len(_MEASURED)
+
+def _position(plan: EffectsPlan) -> tuple[float, ...]:
+    """Each measured parameter as a share of its allowed range."""
+    values = []
+    for name, (lo, hi) in _MEASURED:
+        found = getattr(plan, name)
+        values.append(((1.0 if found is None else found) - lo) / (hi - lo))
+    return tuple(values)
+
+
+def _apart(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    return sum(abs(x - y) for x, y in zip(a, b, strict=True)) / len(_MEASURED)
 
 
 def plan_copies(seed: int, copies: int) -> tuple[EffectsPlan, ...]:
@@ -201,8 +209,12 @@ def plan_copies(seed: int, copies: int) -> tuple[EffectsPlan, ...]:
 
 
 def _far_from(others: Iterable[EffectsPlan], seed: int, index: int, attempt: int) -> EffectsPlan:
-    others = tuple(others)
+    positions = [_position(o) for o in others]
     # Two draws are this close with probability under 1 %, so even beside 49 others a draw is
     # far enough more often than not and the search ends after a few retries.
-    draws = (EffectsPlan.derive(seed, index, attempt, retry=r) for r in itertools.count())
-    return next(p for p in draws if all(distance(p, o) >= MIN_PLAN_DISTANCE for o in others))
+    for retry in itertools.count():
+        plan = EffectsPlan.derive(seed, index, attempt, retry=retry)
+        here = _position(plan)
+        if all(_apart(here, there) >= MIN_PLAN_DISTANCE for there in positions):
+            return plan
+    raise AssertionError("unreachable")  # pragma: no cover
