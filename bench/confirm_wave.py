@@ -44,9 +44,17 @@ class RecordingUnitOfWork(PostgresUnitOfWork):
         self._note("read", query, params)
         return await super().fetchone(query, params)
 
+    async def locked_fetchone(self, lock: str, load: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        self._note("locked", f"{lock} {load}", params)
+        return await super().locked_fetchone(lock, load, params)
+
     async def _send(self, cursor: Any, batch: str) -> None:
         self._note("batch", batch, None)
         await super()._send(cursor, batch)
+
+    async def _send_pipeline(self, statements: list[tuple[str, dict[str, Any]]]) -> None:
+        self._note("pipeline", "", statements)
+        await super()._send_pipeline(statements)
 
 
 async def prepare(url: str, users: int, per_user: int, clock: ManualClock) -> list[tuple[UserId, str, str]]:
@@ -168,6 +176,18 @@ async def _timed_share(
                     for step, query, params in item:
                         if step == "read":
                             await (await conn.execute(sql(query), params)).fetchone()
+                        elif step == "locked":
+                            lock, load = query.split()
+                            async with conn.pipeline():
+                                locking = await conn.execute(sql(lock), params)
+                                loading = await conn.execute(sql(load), params)
+                            await locking.fetchone()
+                            await loading.fetchone()
+                        elif step == "pipeline":
+                            async with conn.pipeline():
+                                for text, values in params:
+                                    await conn.execute(text, values, prepare=True)
+                                await conn.commit()
                         else:
                             await psycopg.AsyncClientCursor(conn).execute(query)
 

@@ -56,7 +56,8 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     if request.param == "pgbouncer":
         url = request.getfixturevalue("pgbouncer").url(name)
     service = PostgresService(settings=settings)
-    service.gateways.config.from_dict({"database_url": url, "pool_size": 8})
+    # Direct connections prepare statements; through PgBouncer every write is literal SQL.
+    service.gateways.config.from_dict({"database_url": url, "pool_size": 8, "direct": request.param == "postgres"})
     service.gateways.clock.override(providers.Object(clock))
     service.gateways.ids.override(providers.Object(SequentialIds()))
     service.gateways.payment_provider.override(providers.Object(provider))

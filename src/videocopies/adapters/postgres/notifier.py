@@ -39,6 +39,10 @@ class PostgresNotifier(InProcessNotifier):
         self._listener = asyncio.create_task(self._listen(), name="videocopies-listen")
 
     async def stop(self) -> None:
+        if self._announcer is not None and not self._announcer.done():
+            # Deliver what was announced before stopping; a lost notice would cost a safety poll.
+            with contextlib.suppress(TimeoutError, psycopg.Error):
+                await asyncio.wait_for(asyncio.shield(self._announcer), 2.0)
         for task in (self._announcer, self._listener):
             if task is not None:
                 task.cancel()

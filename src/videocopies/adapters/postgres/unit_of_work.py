@@ -3,6 +3,7 @@ row locks on load and optimistic version checks on write."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from types import TracebackType
@@ -49,15 +50,29 @@ _GUARDED = {
 }
 
 
+def _guard(name: str, params: dict[str, Any]) -> str:
+    key = params.get("job_id") or params.get("order_id") or params.get("lot_id") or params.get("user_id")
+    return f"{_GUARDED[name]}:{name}:{key}"
+
+
 def _statement(cursor: psycopg.AsyncClientCursor[Any], name: str, params: dict[str, Any]) -> str:
+    """One write as literal SQL, for the batch sent with the simple protocol."""
     text = cursor.mogrify(sql(name), params)
     if name not in _GUARDED:
         return text
-    key = params.get("job_id") or params.get("order_id") or params.get("lot_id") or params.get("user_id")
-    check = cursor.mogrify(
-        "SELECT videocopies_require((SELECT count(*) FROM changed), 1, %s)", [f"{_GUARDED[name]}:{name}:{key}"]
-    )
+    check = cursor.mogrify("SELECT videocopies_require((SELECT count(*) FROM changed), 1, %s)", [_guard(name, params)])
     return f"WITH changed AS ({text}\nRETURNING 1) {check}"
+
+
+@functools.cache
+def _prepared_text(name: str) -> str:
+    """One write with placeholders, for pipelines of statements the server keeps prepared."""
+    if name not in _GUARDED:
+        return sql(name)
+    return (
+        f"WITH changed AS ({sql(name)}\nRETURNING 1) "
+        "SELECT videocopies_require((SELECT count(*) FROM changed), 1, %(guard_)s)"
+    )
 
 
 def _translate(error: psycopg.Error) -> Exception:
@@ -439,7 +454,9 @@ class PostgresUnitOfWork:
             *self.accounts.writes(now), *self.orders.writes(), *self.jobs.writes(now), *self.late, *self.pending,
         ]
         try:
-            if writes:
+            if writes and self.conn.prepare_threshold is not None:
+                await self._send_prepared(writes)
+            elif writes:
                 cursor = psycopg.AsyncClientCursor(self.conn)
                 batch = ";\n".join(_statement(cursor, name, params) for name, params in writes)
                 await self._send(cursor, batch + ";\nCOMMIT")
@@ -450,7 +467,23 @@ class PostgresUnitOfWork:
         self._forget()
 
     async def _send(self, cursor: psycopg.AsyncClientCursor[Any], batch: str) -> None:
+        """Through PgBouncer: literal SQL, every write and the COMMIT in one simple query."""
         await cursor.execute(batch)
+
+    async def _send_prepared(self, writes: Writes) -> None:
+        """Direct: the same writes as prepared statements, pipelined with the COMMIT, so the
+        server plans each kind of write once per connection instead of on every commit."""
+        statements = [
+            (_prepared_text(name), {**params, "guard_": _guard(name, params)} if name in _GUARDED else params)
+            for name, params in writes
+        ]
+        await self._send_pipeline(statements)
+
+    async def _send_pipeline(self, statements: list[tuple[str, dict[str, Any]]]) -> None:
+        async with self.conn.pipeline():
+            for text, params in statements:
+                await self.conn.execute(text, params, prepare=True)
+            await self.conn.commit()
 
     async def rollback(self) -> None:
         await self.conn.rollback()
