@@ -44,6 +44,10 @@ class RecordingUnitOfWork(PostgresUnitOfWork):
         self._note("read", query, params)
         return await super().fetchone(query, params)
 
+    async def prefetch(self, orders: Any = (), accounts: Any = ()) -> None:
+        self._note("prefetch", "", (list(orders), list(accounts)))
+        await super().prefetch(orders, accounts)
+
     async def locked_fetchone(self, lock: str, load: str, params: dict[str, Any]) -> dict[str, Any] | None:
         self._note("locked", f"{lock} {load}", params)
         return await super().locked_fetchone(lock, load, params)
@@ -183,6 +187,15 @@ async def _timed_share(
                                 loading = await conn.execute(sql(load), params)
                             await locking.fetchone()
                             await loading.fetchone()
+                        elif step == "prefetch":
+                            orders, accounts = params
+                            async with conn.pipeline():
+                                cursors = [await conn.execute(sql("load_order"), {"order_id": o}) for o in orders]
+                                for user_id in accounts:
+                                    cursors.append(await conn.execute(sql("lock_account"), {"user_id": user_id}))
+                                    cursors.append(await conn.execute(sql("load_account"), {"user_id": user_id}))
+                            for cur in cursors:
+                                await cur.fetchone()
                         elif step == "pipeline":
                             async with conn.pipeline():
                                 for text, values in params:
@@ -222,6 +235,16 @@ def wave(
         results = list(ex.map(_share, shares))
     seconds = max(end for _, end, _ in results) - min(begin for begin, _, _ in results)
     return seconds, [lat for _, _, lats in results for lat in lats]
+
+
+def _statements(step: str, query: str, params: Any) -> int:
+    if step == "prefetch":
+        return len(params[0]) + 2 * len(params[1])
+    if step == "pipeline":
+        return len(params) + 1
+    if step == "batch":
+        return query.count(";\n") + 1
+    return {"read": 1, "locked": 2}[step]
 
 
 def main() -> None:
@@ -282,7 +305,7 @@ def main() -> None:
             else:
                 figures["single_process"] = run
     figures["statements_per_order"] = round(
-        sum(1 if step == "read" else query.count(";\n") for log in logs for step, query, _ in log) / len(logs), 2
+        sum(_statements(step, query, params) for log in logs for step, query, params in log) / len(logs), 2
     )
     figures["round_trips_per_order"] = round(sum(len(log) for log in logs) / len(logs), 2)
     emit(figures)

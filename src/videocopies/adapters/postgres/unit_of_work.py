@@ -103,8 +103,9 @@ class PostgresAccounts:
         if user_id in self.loaded:
             return self.loaded[user_id][0]
         row = await self._uow.locked_fetchone("lock_account", "load_account", {"user_id": user_id})
-        if row is None:
-            return None
+        return None if row is None else self.remember(user_id, row)
+
+    def remember(self, user_id: UserId, row: dict[str, Any]) -> CoinAccount:
         account = mappers.account_from_row(user_id, row)
         self.loaded[user_id] = (account, account.version, _account_snapshot(account))
         return account
@@ -182,10 +183,11 @@ class PostgresOrders:
         if order_id in self.loaded:
             return self.loaded[order_id][0]
         row = await self._uow.fetchone("load_order", {"order_id": order_id})
-        if row is None:
-            return None
+        return None if row is None else self.remember(row)
+
+    def remember(self, row: dict[str, Any]) -> Order:
         order = mappers.order_from_row(row)
-        self.loaded[order_id] = (order, order.version)
+        self.loaded[order.order_id] = (order, order.version)
         return order
 
     async def add(self, order: Order) -> None:
@@ -425,6 +427,35 @@ class PostgresUnitOfWork:
             async with self.conn.cursor(row_factory=dict_row) as cur:
                 await cur.execute(sql(query), params)
                 return await cur.fetchall()
+        except psycopg.Error as error:
+            raise _translate(error) from error
+
+    async def prefetch(self, orders: Sequence[OrderId] = (), accounts: Sequence[UserId] = ()) -> None:
+        """Lock and load these orders, then these accounts, in one round trip."""
+        orders = [o for o in orders if o not in self.orders.loaded and o not in self.orders.added]
+        accounts = [a for a in accounts if a not in self.accounts.loaded and a not in self.accounts.added]
+        if not orders and not accounts:
+            return
+        try:
+            async with self.conn.pipeline():
+                order_rows = []
+                for order_id in orders:
+                    cur = self.conn.cursor(row_factory=dict_row)
+                    await cur.execute(sql("load_order"), {"order_id": order_id})
+                    order_rows.append(cur)
+                account_rows = []
+                for user_id in accounts:
+                    locking = self.conn.cursor()
+                    await locking.execute(sql("lock_account"), {"user_id": user_id})
+                    loading = self.conn.cursor(row_factory=dict_row)
+                    await loading.execute(sql("load_account"), {"user_id": user_id})
+                    account_rows.append((user_id, locking, loading))
+            for cur in order_rows:
+                if (row := await cur.fetchone()) is not None:
+                    self.orders.remember(row)
+            for user_id, locking, loading in account_rows:
+                if await locking.fetchone() is not None and (row := await loading.fetchone()) is not None:
+                    self.accounts.remember(user_id, row)
         except psycopg.Error as error:
             raise _translate(error) from error
 

@@ -42,6 +42,7 @@ class ConfirmOrder:
     async def __call__(self, cmd: ConfirmOrderCommand) -> OrderId:
         now = self._clock.now()
         async with self._uow() as uow:
+            await uow.prefetch(orders=[cmd.quote_id], accounts=[cmd.user_id])
             order = await load_order(uow, cmd.quote_id, cmd.user_id)
             presented = attrs.evolve(order.quote, token=cmd.token)
             order.confirm(presented, self._secret, now, self._policy, cmd.user_id)
