@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import statistics
 import sys
 from collections.abc import Iterator
@@ -32,7 +33,10 @@ def fresh_database(pg: LocalPostgres, name: str, capacity: int = 20_000) -> str:
     return url
 
 
-def service(url: str, pool_size: int, clock: ManualClock | None = None, direct: bool = True) -> PostgresService:
+def service(url: str, pool_size: int, clock: ManualClock | None = None, direct: bool | None = None) -> PostgresService:
+    """`direct` (prepared statements) unless VIDEOCOPIES_BENCH_LITERAL=1 asks for the PgBouncer-safe path."""
+    if direct is None:
+        direct = os.environ.get("VIDEOCOPIES_BENCH_LITERAL") != "1"
     container = PostgresService(settings=Settings(quote_secret=b"bench-secret"))
     container.gateways.config.from_dict({"database_url": url, "pool_size": pool_size, "direct": direct})
     container.gateways.clock.override(providers.Object(clock or ManualClock(datetime.now(UTC))))

@@ -14,6 +14,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import multiprocessing
+import os
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -30,6 +31,7 @@ from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId
 
+LITERAL = os.environ.get("VIDEOCOPIES_BENCH_LITERAL") == "1"
 _recording: contextvars.ContextVar[list[tuple[str, str, Any]] | None] = contextvars.ContextVar("rec", default=None)
 
 
@@ -127,7 +129,7 @@ async def app_wave(
 
 async def raw_wave(url: str, logs: list[list[tuple[str, str, Any]]], clients: int, pool_size: int) -> float:
     pool = AsyncConnectionPool(
-        url, min_size=pool_size, max_size=pool_size, open=False, kwargs={"prepare_threshold": 0, "autocommit": False}
+        url, min_size=pool_size, max_size=pool_size, open=False, kwargs={"prepare_threshold": None if LITERAL else 0, "autocommit": False}
     )
     await pool.open(wait=True)
 
@@ -171,7 +173,7 @@ async def _timed_share(
             min_size=pool_size,
             max_size=pool_size,
             open=False,
-            kwargs={"prepare_threshold": 0, "autocommit": False},
+            kwargs={"prepare_threshold": None if LITERAL else 0, "autocommit": False},
         )
 
         def call(item: Any) -> Any:
