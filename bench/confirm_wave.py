@@ -50,10 +50,6 @@ class RecordingUnitOfWork(PostgresUnitOfWork):
         self._note("prefetch", "", (list(orders), list(accounts)))
         await super().prefetch(orders, accounts)
 
-    async def locked_fetchone(self, lock: str, load: str, params: dict[str, Any]) -> dict[str, Any] | None:
-        self._note("locked", f"{lock} {load}", params)
-        return await super().locked_fetchone(lock, load, params)
-
     async def _send(self, cursor: Any, batch: str) -> None:
         self._note("batch", batch, None)
         await super()._send(cursor, batch)
@@ -194,7 +190,6 @@ async def _timed_share(
                             async with conn.pipeline():
                                 cursors = [await conn.execute(sql("load_order"), {"order_id": o}) for o in orders]
                                 for user_id in accounts:
-                                    cursors.append(await conn.execute(sql("lock_account"), {"user_id": user_id}))
                                     cursors.append(await conn.execute(sql("load_account"), {"user_id": user_id}))
                             for cur in cursors:
                                 await cur.fetchone()
@@ -241,7 +236,7 @@ def wave(
 
 def _statements(step: str, query: str, params: Any) -> int:
     if step == "prefetch":
-        return len(params[0]) + 2 * len(params[1])
+        return len(params[0]) + len(params[1])
     if step == "pipeline":
         return len(params) + 1
     if step == "batch":

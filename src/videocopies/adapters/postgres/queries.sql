@@ -1,11 +1,10 @@
--- lock_account --
--- Lock only this user's row, in its own statement: under READ COMMITTED the load that
--- follows then reads lots and reservations as the previous holder of the lock left them.
-SELECT user_id FROM coin_accounts WHERE user_id = %(user_id)s FOR UPDATE;
-
 -- load_account --
--- A user's account with every lot and its open reservations (after lock_account).
+-- A user's account with every lot and its open reservations, locking only this user's row.
+-- If the row lock had to wait, the lots were read from before the other writer committed:
+-- `seen_version` (read from that same old snapshot) then differs, and the load runs again:
+-- a new statement, a new snapshot, the lock already ours.
 SELECT a.version,
+       (SELECT s.version FROM coin_accounts s WHERE s.user_id = a.user_id) AS seen_version,
        (SELECT coalesce(json_agg(json_build_object(
                    'lot_id', l.lot_id, 'kind', l.kind, 'amount', l.amount,
                    'granted_at', l.granted_at, 'expires_at', l.expires_at,
@@ -21,7 +20,8 @@ SELECT a.version,
                               FROM coin_debits d WHERE d.order_id = r.order_id))), '[]')
           FROM coin_reservations r WHERE r.user_id = a.user_id AND r.open) AS reservations
   FROM coin_accounts a
- WHERE a.user_id = %(user_id)s;
+ WHERE a.user_id = %(user_id)s
+   FOR UPDATE OF a;
 
 -- insert_account --
 INSERT INTO coin_accounts (user_id, version, created_at) VALUES (%(user_id)s, %(version)s, %(now)s);
@@ -76,22 +76,18 @@ UPDATE orders SET state = %(state)s, copy_states = %(copy_states)s, failure_reas
                   version = %(version)s
  WHERE order_id = %(order_id)s AND version = %(loaded)s;
 
--- lock_job --
-SELECT job_id FROM jobs WHERE job_id = %(job_id)s FOR UPDATE;
-
 -- load_job --
--- A job with its checkpoints (after lock_job, so the checkpoints are current).
-SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
-              WHERE c.job_id = j.job_id) AS checkpoints
-  FROM jobs j WHERE j.job_id = %(job_id)s;
-
--- lock_job_for_order --
-SELECT job_id FROM jobs WHERE order_id = %(order_id)s FOR UPDATE;
+-- A job with its checkpoints, locking its row (`seen_version` as in load_account).
+SELECT j.*, (SELECT s.version FROM jobs s WHERE s.job_id = j.job_id) AS seen_version,
+       (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
+         WHERE c.job_id = j.job_id) AS checkpoints
+  FROM jobs j WHERE j.job_id = %(job_id)s FOR UPDATE OF j;
 
 -- load_job_for_order --
-SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
-              WHERE c.job_id = j.job_id) AS checkpoints
-  FROM jobs j WHERE j.order_id = %(order_id)s;
+SELECT j.*, (SELECT s.version FROM jobs s WHERE s.job_id = j.job_id) AS seen_version,
+       (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
+         WHERE c.job_id = j.job_id) AS checkpoints
+  FROM jobs j WHERE j.order_id = %(order_id)s FOR UPDATE OF j;
 
 -- load_jobs --
 SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c

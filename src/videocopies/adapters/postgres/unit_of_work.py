@@ -102,7 +102,7 @@ class PostgresAccounts:
             return self.added[user_id]
         if user_id in self.loaded:
             return self.loaded[user_id][0]
-        row = await self._uow.locked_fetchone("lock_account", "load_account", {"user_id": user_id})
+        row = await self._uow.locked_fetchone("load_account", {"user_id": user_id})
         return None if row is None else self.remember(user_id, row)
 
     def remember(self, user_id: UserId, row: dict[str, Any]) -> CoinAccount:
@@ -220,14 +220,14 @@ class PostgresJobs:
             return self.added[job_id]
         if job_id in self.loaded:
             return self.loaded[job_id][0]
-        row = await self._uow.locked_fetchone("lock_job", "load_job", {"job_id": job_id})
+        row = await self._uow.locked_fetchone("load_job", {"job_id": job_id})
         return None if row is None else self._track(row)
 
     async def for_order(self, order_id: OrderId) -> Job | None:
         for job in self.added.values():
             if job.order_id == order_id:
                 return job
-        row = await self._uow.locked_fetchone("lock_job_for_order", "load_job_for_order", {"order_id": order_id})
+        row = await self._uow.locked_fetchone("load_job_for_order", {"order_id": order_id})
         return None if row is None else self._track(row)
 
     async def add(self, job: Job) -> None:
@@ -445,37 +445,29 @@ class PostgresUnitOfWork:
                     order_rows.append(cur)
                 account_rows = []
                 for user_id in accounts:
-                    locking = self.conn.cursor()
-                    await locking.execute(sql("lock_account"), {"user_id": user_id})
-                    loading = self.conn.cursor(row_factory=dict_row)
-                    await loading.execute(sql("load_account"), {"user_id": user_id})
-                    account_rows.append((user_id, locking, loading))
+                    cur = self.conn.cursor(row_factory=dict_row)
+                    await cur.execute(sql("load_account"), {"user_id": user_id})
+                    account_rows.append((user_id, cur))
             for cur in order_rows:
                 if (row := await cur.fetchone()) is not None:
                     self.orders.remember(row)
-            for user_id, locking, loading in account_rows:
-                if await locking.fetchone() is not None and (row := await loading.fetchone()) is not None:
-                    self.accounts.remember(user_id, row)
+            for user_id, cur in account_rows:
+                if (row := await cur.fetchone()) is not None:
+                    if row["seen_version"] != row["version"]:
+                        row = await self.fetchone("load_account", {"user_id": user_id})
+                    if row is not None:
+                        self.accounts.remember(user_id, row)
         except psycopg.Error as error:
             raise _translate(error) from error
 
-    async def locked_fetchone(self, lock: str, load: str, params: dict[str, Any]) -> dict[str, Any] | None:
-        """Lock a row, then read it with what hangs off it, in one round trip. Two statements,
-        because a statement that waited for a lock still reads the rest from its old snapshot."""
-        try:
-            async with self.conn.pipeline():
-                locking = self.conn.cursor()
-                await locking.execute(sql(lock), params)
-                loading = self.conn.cursor(row_factory=dict_row)
-                await loading.execute(sql(load), params)
-            return await loading.fetchone() if await locking.fetchone() is not None else None
-        except psycopg.Error as error:
-            raise _translate(error) from error
-
-    async def execute(self, query: str, params: dict[str, Any]) -> int:
-        async with self.conn.cursor() as cur:
-            await cur.execute(sql(query), params)
-            return cur.rowcount
+    async def locked_fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """Lock a row and read it with what hangs off it. A statement that waited for the lock
+        read the rest from its old snapshot; its `seen_version` then lags, and the load runs
+        again as a new statement with the lock already held."""
+        row = await self.fetchone(query, params)
+        if row is not None and row["seen_version"] != row["version"]:
+            row = await self.fetchone(query, params)
+        return row
 
     async def commit(self) -> None:
         """Every write and the COMMIT go in one round trip; guarded writes that match no row
