@@ -125,7 +125,11 @@ async def app_wave(
 
 async def raw_wave(url: str, logs: list[list[tuple[str, str, Any]]], clients: int, pool_size: int) -> float:
     pool = AsyncConnectionPool(
-        url, min_size=pool_size, max_size=pool_size, open=False, kwargs={"prepare_threshold": None if LITERAL else 0, "autocommit": False}
+        url,
+        min_size=pool_size,
+        max_size=pool_size,
+        open=False,
+        kwargs={"prepare_threshold": None if LITERAL else 0, "autocommit": False},
     )
     await pool.open(wait=True)
 
