@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
+import uvloop
 from _support import emit, fresh_database, p95, server, service
 from dependency_injector import providers
 from psycopg_pool import AsyncConnectionPool
@@ -219,7 +220,7 @@ async def _timed_share(
 
 
 def _share(args: tuple[Any, ...]) -> tuple[float, float, list[float]]:
-    return asyncio.run(_timed_share(*args))
+    return uvloop.run(_timed_share(*args))
 
 
 def wave(
@@ -260,11 +261,11 @@ def main() -> None:
     figures: dict[str, Any] = {"bench": "confirm_wave"}
     with server() as pg:
         fresh_database(pg, "distinct_setup")
-        distinct = asyncio.run(prepare(pg.url("distinct_setup"), args.orders, 1, clock))
+        distinct = uvloop.run(prepare(pg.url("distinct_setup"), args.orders, 1, clock))
         fresh_database(pg, "fifty_setup")
-        fifty = asyncio.run(prepare(pg.url("fifty_setup"), 50, args.orders // 50, clock))
+        fifty = uvloop.run(prepare(pg.url("fifty_setup"), 50, args.orders // 50, clock))
         # The statements each confirmation issues, recorded once, replayed bare below.
-        _, _, logs = asyncio.run(
+        _, _, logs = uvloop.run(
             app_wave(clone(pg, "distinct_setup", "distinct_rec"), distinct, args.clients, args.pool, clock, record=True)
         )
         for processes in sorted({1, args.processes}):

@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
+import uvloop
 from _support import emit, fresh_database, server
 
 from videocopies.adapters.postgres.notifier import PostgresNotifier
@@ -77,7 +78,7 @@ async def _drain(url: str, worker: str, batch: int, start_at: float) -> tuple[fl
 
 
 def _worker(args: tuple[str, str, int, float]) -> tuple[float, float, int]:
-    return asyncio.run(_drain(*args))
+    return uvloop.run(_drain(*args))
 
 
 def throughput(url: str, workers: int, batch: int) -> dict[str, Any]:
@@ -177,7 +178,7 @@ def main() -> None:
             runs.append(throughput(pg.url(name), workers, batch))
             print(runs[-1], file=sys.stderr, flush=True)
         fresh_database(pg, "queue_trickle")
-        wake = asyncio.run(trickle(pg.url("queue_trickle"), args.trickle, args.rate, claimers=4))
+        wake = uvloop.run(trickle(pg.url("queue_trickle"), args.trickle, args.rate, claimers=4))
     best = next(r for r in runs if r["workers"] == 4 and r["batch"] == 10)
     emit(
         {"bench": "queue_throughput", "workers": 4, "batch": 10, "jobs_per_s": best["jobs_per_s"], "runs": runs, **wake}

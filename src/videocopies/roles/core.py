@@ -12,6 +12,8 @@ import logging
 import signal
 import sys
 
+import uvloop
+
 from videocopies.adapters.postgres import migrate
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
@@ -65,5 +67,5 @@ def main(database_url: str) -> int:
             loop.add_signal_handler(sig, stop.set)
         await run(container, stop)
 
-    asyncio.run(serve())
+    uvloop.run(serve())
     return 0
