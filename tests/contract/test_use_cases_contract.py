@@ -222,3 +222,19 @@ async def test_a_lost_race_is_a_conflict_not_a_lost_update(backend: Backend) -> 
         await one.commit()
         with pytest.raises(Conflict):
             await two.commit()
+
+
+async def test_only_the_owner_that_closed_a_job_may_repeat_its_acknowledgement(backend: Backend) -> None:
+    b = backend
+    order_id = await confirmed_order(b)
+    (first,) = await b.cases.claim_job()(uc.ClaimJobCommand(WorkerId("a")))
+    b.clock.advance(timedelta(seconds=31))
+    (second,) = await b.cases.claim_job()(uc.ClaimJobCommand(WorkerId("b")))
+    await b.cases.cancel_order()(uc.CancelOrderCommand(USER, order_id))
+    await b.cases.acknowledge_cancel()(second.job_id, second.token, WorkerId("b"))
+    await b.cases.acknowledge_cancel()(second.job_id, second.token, WorkerId("b"))  # a retry: answered
+    with pytest.raises(LeaseLost):
+        await b.cases.acknowledge_cancel()(first.job_id, first.token, WorkerId("a"))  # a zombie: refused
+    async with b.new_uow() as uow:
+        assert await uow.refusals.count() == 1
+        assert (await uow.orders.get(order_id)).state is OrderState.CANCELLED

@@ -61,6 +61,7 @@ class JobModel:
     attempts: int = 0
     cancel_requested: bool = False
     checkpoints: dict[int, CopyArtifact] = attrs.Factory(dict)
+    closed_by: OwnerToken | None = None  # the owner whose own write closed the job
 
     @property
     def final(self) -> bool:
@@ -79,7 +80,9 @@ class JobModel:
             return LeaseLossReason.EXPIRED
         return None
 
-    def finish(self, state: JobState) -> None:
+    def finish(self, state: JobState, by: OwnerToken | None = None) -> None:
+        if state is not JobState.QUEUED:
+            self.closed_by = by
         self.state, self.token, self.lease_until = state, None, None
 
     def expire(self, now: datetime) -> bool:
@@ -285,7 +288,7 @@ class JobQueueMachine(RuleBasedStateMachine):
         else:
             assert outcome == {"job_id": handle.job_id, "state": "done", "copies": model.copies}
             self.receipts[receipt_id] = outcome
-            model.finish(JobState.DONE)
+            model.finish(JobState.DONE, by=handle.token)
 
     @rule(handle=handles, retry=st.booleans(), retryable=st.booleans())
     def fail(self, handle: Handle, retry: bool, retryable: bool) -> None:
@@ -305,9 +308,9 @@ class JobQueueMachine(RuleBasedStateMachine):
             if retryable and model.attempts < MAX_ATTEMPTS and not model.cancel_requested:
                 model.finish(JobState.QUEUED)
             elif model.cancel_requested:
-                model.finish(JobState.CANCELLED)
+                model.finish(JobState.CANCELLED, by=handle.token)
             else:
-                model.finish(JobState.FAILED)
+                model.finish(JobState.FAILED, by=handle.token)
             assert outcome == {"job_id": handle.job_id, "state": model.state.value, "attempts": model.attempts}
             self.receipts[receipt_id] = outcome
 
@@ -317,10 +320,10 @@ class JobQueueMachine(RuleBasedStateMachine):
         reason = model.refusal(handle.token, self.now)
         call = self.cases.acknowledge_cancel()(handle.job_id, handle.token, handle.worker)
         outcome = self.attempt(call, LeaseLost, CancelNotRequested)
-        if model.state is JobState.CANCELLED:
-            # A retried acknowledgement of a closed job is answered quietly (finish_job.py).
+        if model.state is JobState.CANCELLED and handle.token == model.closed_by:
+            # The closing owner's retry is answered quietly; anyone else is a zombie.
             assert outcome is None and self.fingerprint() == before
-            event("acknowledge_cancel of a cancelled job")
+            event("acknowledge_cancel retried by the owner that closed the job")
         elif reason is not None:
             self.expect_refusal(handle, "acknowledge_cancel", outcome, reason)
             assert self.fingerprint() == before
@@ -329,7 +332,7 @@ class JobQueueMachine(RuleBasedStateMachine):
             assert self.fingerprint() == before
         else:
             assert outcome is None
-            model.finish(JobState.CANCELLED)
+            model.finish(JobState.CANCELLED, by=handle.token)
             event("acknowledge_cancel accepted")
 
     # the sweep, the user and the clock

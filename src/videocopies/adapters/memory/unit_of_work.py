@@ -64,6 +64,8 @@ class _Aggregates(Generic[T]):
             return None
         loaded = copy.deepcopy(stored)
         loaded.events = []  # type: ignore[attr-defined]
+        if hasattr(loaded, "written_under"):
+            loaded.written_under = None  # a new transaction has written nothing yet
         self.seen[key] = (loaded, loaded.version)  # type: ignore[attr-defined]
         return loaded
 

@@ -138,6 +138,7 @@ def job_from_row(row: dict[str, Any]) -> Job:
         checkpoints=checkpoints,
         last_error=row["last_error"],
         version=row["version"],
+        closed_by=row["closed_by"],
     )
 
 
@@ -158,6 +159,7 @@ def job_params(job: Job) -> dict[str, Any]:
         "last_error": job.last_error,
         "created_at": job.created_at,
         "version": job.version,
+        "closed_by": job.closed_by,
     }
 
 

@@ -114,22 +114,24 @@ SELECT job_id FROM jobs WHERE state = 'leased' AND lease_until <= %(now)s
 
 -- insert_job --
 INSERT INTO jobs (job_id, order_id, state, plans, max_attempts, attempts, cancel_requested, worker_id,
-                  owner_token, acquired_at, lease_until, last_error, created_at, version)
+                  owner_token, acquired_at, lease_until, last_error, created_at, version, closed_by)
 VALUES (%(job_id)s, %(order_id)s, %(state)s, %(plans)s, %(max_attempts)s, %(attempts)s,
         %(cancel_requested)s, %(worker_id)s, %(owner_token)s, %(acquired_at)s, %(lease_until)s,
-        %(last_error)s, %(created_at)s, %(version)s);
+        %(last_error)s, %(created_at)s, %(version)s, %(closed_by)s);
 
 -- update_job --
 UPDATE jobs SET state = %(state)s, attempts = %(attempts)s, cancel_requested = %(cancel_requested)s,
                 worker_id = %(worker_id)s, owner_token = %(owner_token)s, acquired_at = %(acquired_at)s,
-                lease_until = %(lease_until)s, last_error = %(last_error)s, version = %(version)s
+                lease_until = %(lease_until)s, last_error = %(last_error)s, version = %(version)s,
+                closed_by = %(closed_by)s
  WHERE job_id = %(job_id)s AND version = %(loaded)s;
 
 -- update_job_fenced --
 -- A lease holder's write: applied only under its own token and while its lease runs.
 UPDATE jobs SET state = %(state)s, attempts = %(attempts)s, cancel_requested = %(cancel_requested)s,
                 worker_id = %(worker_id)s, owner_token = %(owner_token)s, acquired_at = %(acquired_at)s,
-                lease_until = %(lease_until)s, last_error = %(last_error)s, version = %(version)s
+                lease_until = %(lease_until)s, last_error = %(last_error)s, version = %(version)s,
+                closed_by = %(closed_by)s
  WHERE job_id = %(job_id)s AND version = %(loaded)s
    AND owner_token = %(fence)s AND lease_until > now();
 

@@ -172,6 +172,7 @@ jobs = Table(
     Column("last_error", Text),
     _at("created_at"),
     Column("version", Integer, nullable=False),
+    Column("closed_by", Text),
     CheckConstraint("state IN ('queued', 'leased', 'done', 'failed', 'cancelled')", name="state"),
     CheckConstraint("attempts <= max_attempts", name="attempts"),
     CheckConstraint("(state = 'leased') = (owner_token IS NOT NULL AND lease_until IS NOT NULL)", name="lease"),

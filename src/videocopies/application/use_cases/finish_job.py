@@ -109,9 +109,8 @@ class AcknowledgeCancel:
         try:
             async with self._uow() as uow:
                 job = await load_job(uow, job_id)
-                if job.state is JobState.CANCELLED:
-                    return  # a retried acknowledgement: the job is already closed
-                job.acknowledge_cancel(token, now)
+                if not job.acknowledge_cancel(token, now):
+                    return  # the same owner's retry: already closed
                 await close_order_for_job(uow, job, now)
                 await uow.commit()
         except LeaseLost as lost:

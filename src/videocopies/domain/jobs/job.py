@@ -99,6 +99,8 @@ class Job:
     events: list[DomainEvent] = attrs.Factory(list)
     # The owner token the latest change was made under, so storage can fence the write again.
     written_under: OwnerToken | None = None
+    # The token of the owner whose own write closed the job, to tell its retry from a zombie.
+    closed_by: OwnerToken | None = None
 
     @property
     def copies(self) -> int:
@@ -174,18 +176,23 @@ class Job:
             self._changed()
         return False
 
-    def acknowledge_cancel(self, token: OwnerToken, now: datetime) -> None:
-        """The owner has stopped FFmpeg and its file operations: the job is closed."""
+    def acknowledge_cancel(self, token: OwnerToken, now: datetime) -> bool:
+        """The owner has stopped FFmpeg and its file operations: the job is closed. The same
+        owner acknowledging again changes nothing (False); anyone else is refused."""
+        if self.state is JobState.CANCELLED and token is not None and token == self.closed_by:
+            return False
         self._held(token, now)
         if not self.cancel_requested:
             raise CancelNotRequested(self.job_id)
         self._finish(JobState.CANCELLED, "cancelled")
+        return True
 
     def expire(self, now: datetime) -> bool:
         """Take back a lease that ran out. A cancelled job closes; one out of attempts fails."""
         if self.state is not JobState.LEASED or self.lease is None or not self.lease.is_expired(now):
             return False
         lease = self.lease
+        self.written_under = None  # taken back, not written by any owner
         self.events.append(LeaseExpired(self.job_id, lease.worker_id, lease.attempt))
         if self.cancel_requested:
             self._finish(JobState.CANCELLED, "cancelled")
@@ -208,6 +215,7 @@ class Job:
         return self.lease
 
     def _finish(self, state: JobState, reason: str | None = None) -> None:
+        self.closed_by = self.written_under
         self.state, self.lease = state, None
         self._changed(JobFinished(self.job_id, self.order_id, state, reason))
 
