@@ -86,6 +86,7 @@ def _params(name: str, params: dict[str, Any] | None) -> dict[str, Any]:
             "job_id": "j11900",
             "loaded": 1,
             "fence": "t11900",
+            "closed_by": None,
         }
     return {k: (now if v is None else v) for k, v in params.items()}
 
