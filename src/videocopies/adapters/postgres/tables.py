@@ -235,4 +235,7 @@ capacity_slots = Table(
     metadata,
     Column("slot_id", Integer, primary_key=True, autoincrement=False),
     Column("order_id", Text, unique=True),
+    # Taking a slot reads only free ones: with thousands of orders in progress, a walk along
+    # the primary key would step over every taken slot first.
+    Index("ix_capacity_slots_free", "slot_id", postgresql_where=text("order_id IS NULL")),
 )
