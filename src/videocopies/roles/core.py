@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 
@@ -21,11 +22,23 @@ from videocopies.settings import Settings
 log = logging.getLogger("videocopies.core")
 
 
-def build(settings: Settings, database_url: str, pool_size: int = 10) -> PostgresService:
-    """Refuses a missing, empty or incompatible database before building anything."""
+def build(
+    settings: Settings,
+    database_url: str,
+    pool_size: int = 10,
+    listen_url: str | None = None,
+    direct: bool = False,
+) -> PostgresService:
+    """Refuses a missing, empty or incompatible database before building anything.
+
+    `database_url` may point at PgBouncer; `listen_url` must reach PostgreSQL itself (LISTEN
+    does not survive transaction pooling); `direct` lets psycopg prepare statements, which
+    only a connection straight to PostgreSQL can carry."""
     migrate.check(database_url)
     container = PostgresService(settings=settings)
-    container.gateways.config.from_dict({"database_url": database_url, "pool_size": pool_size})
+    container.gateways.config.from_dict(
+        {"database_url": database_url, "pool_size": pool_size, "listen_url": listen_url, "direct": direct}
+    )
     return container
 
 
@@ -55,7 +68,12 @@ async def run(container: PostgresService, stop: asyncio.Event, lease_sweep_s: fl
 def main(database_url: str) -> int:
     settings = Settings.from_env()
     try:
-        container = build(settings, database_url)
+        container = build(
+            settings,
+            database_url,
+            listen_url=os.environ.get("VIDEOCOPIES_LISTEN_URL"),
+            direct=os.environ.get("VIDEOCOPIES_DATABASE_DIRECT") == "1",
+        )
     except migrate.SchemaError as refused:
         print(f"videocopies core: {refused}", file=sys.stderr)
         return 2
