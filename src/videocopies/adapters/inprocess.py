@@ -1,0 +1,47 @@
+"""The worker's queue port served in-process by the application's use cases (the HTTP
+adapter replaces it when workers run on other machines; the worker does not change)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from videocopies.application import use_cases as uc
+from videocopies.domain.jobs import CopyArtifact
+from videocopies.domain.shared import JobId, OwnerToken, WorkerId
+
+
+class InProcessJobLeases:
+    def __init__(self, cases: Any, worker_id: WorkerId) -> None:
+        self._cases, self._worker = cases, worker_id
+
+    async def claim(self, worker_id: WorkerId, limit: int) -> Sequence[uc.ClaimedJob]:
+        return await self._cases.claim_job()(uc.ClaimJobCommand(worker_id, limit))
+
+    async def renew(self, job_id: JobId, token: OwnerToken) -> bool:
+        renewed = await self._cases.renew_lease()(uc.RenewLeaseCommand(job_id, token, self._worker))
+        return bool(renewed.cancel_requested)
+
+    async def checkpoint(self, job_id: JobId, token: OwnerToken, index: int, artifact: CopyArtifact) -> bool:
+        return bool(
+            await self._cases.checkpoint_copy()(uc.CheckpointCopyCommand(job_id, token, index, artifact, self._worker))
+        )
+
+    async def complete(self, job_id: JobId, token: OwnerToken, receipt_id: str) -> dict[str, Any]:
+        return dict(await self._cases.complete_job()(uc.CompleteJobCommand(job_id, token, receipt_id, self._worker)))
+
+    async def fail(
+        self, job_id: JobId, token: OwnerToken, reason: str, retryable: bool, receipt_id: str
+    ) -> dict[str, Any]:
+        command = uc.FailJobCommand(job_id, token, reason, retryable, receipt_id, self._worker)
+        return dict(await self._cases.fail_job()(command))
+
+    async def acknowledge_cancel(self, job_id: JobId, token: OwnerToken) -> None:
+        await self._cases.acknowledge_cancel()(job_id, token, self._worker)
+
+
+class LocalDisk:
+    def free_bytes(self, path: Path) -> int:
+        return shutil.disk_usage(path).free

@@ -1,0 +1,235 @@
+"""The worker: claim a job, render its missing copies, verify and store each, checkpoint it,
+and leave nothing behind on any way out (done, failed, cancelled, lease lost)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+
+from videocopies.application.ports import ObjectStore, Prober, ProbeResult, Transcoder
+from videocopies.application.use_cases import ClaimedJob
+from videocopies.domain.effects import EffectsPlan
+from videocopies.domain.jobs import CopyArtifact, LeaseLost
+from videocopies.domain.shared import JobId, OwnerToken, WorkerId
+
+log = logging.getLogger(__name__)
+
+
+class JobLeases(Protocol):
+    """The queue as a worker sees it: only the jobs it holds, never coins or orders."""
+
+    async def claim(self, worker_id: WorkerId, limit: int) -> Sequence[ClaimedJob]: ...
+    async def renew(self, job_id: JobId, token: OwnerToken) -> bool:
+        """Extend the lease; True when the user asked to cancel."""
+        ...
+    async def checkpoint(self, job_id: JobId, token: OwnerToken, index: int, artifact: CopyArtifact) -> bool: ...
+    async def complete(self, job_id: JobId, token: OwnerToken, receipt_id: str) -> dict[str, Any]: ...
+    async def fail(
+        self, job_id: JobId, token: OwnerToken, reason: str, retryable: bool, receipt_id: str
+    ) -> dict[str, Any]: ...
+    async def acknowledge_cancel(self, job_id: JobId, token: OwnerToken) -> None: ...
+
+
+class DiskSpace(Protocol):
+    def free_bytes(self, path: Path) -> int: ...
+
+
+@attrs.define
+class CopyRejected(Exception):
+    """A rendered copy failed verification: it is not stored and not checkpointed."""
+
+    index: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"copy {self.index + 1} rejected: {self.reason}"
+
+
+@attrs.define
+class BadSource(Exception):
+    """The source cannot be made into copies at all; retrying elsewhere will not help."""
+
+    reason: str
+
+
+@attrs.define
+class NotEnoughDisk(Exception):
+    needed: int
+    free: int
+
+    def __str__(self) -> str:
+        return f"not enough disk: needs {self.needed} bytes, {self.free} free"
+
+
+@attrs.frozen
+class WorkerSettings:
+    worker_id: WorkerId
+    work_root: Path
+    renew_every_s: float = 10.0
+    # Measured ratios (copy size to source size) with a margin; see docs/benchmarks.md.
+    copy_to_source: float = 1.3
+    margin: float = 1.5
+    duration_tolerance_s: float = 0.25
+
+
+def disk_needed(source_bytes: int, copies: int, settings: WorkerSettings) -> int:
+    """Source, one copy being rendered, and the finished copies not yet stored, with margin.
+    Copies are uploaded and deleted one by one, so at most two exist at once."""
+    at_once = source_bytes + 2 * int(source_bytes * settings.copy_to_source)
+    return int(at_once * settings.margin) if copies else 0
+
+
+def check_copy(source: ProbeResult, copy: ProbeResult, plan: EffectsPlan, index: int, tolerance_s: float) -> None:
+    """A copy must keep the picture size and the sound, decode fully, and last as long as
+    the source at the plan's speed."""
+    if (copy.width, copy.height) != (source.width, source.height):
+        raise CopyRejected(index, f"size {copy.width}x{copy.height}, source {source.width}x{source.height}")
+    if copy.has_audio != source.has_audio:
+        raise CopyRejected(index, "audio track " + ("missing" if source.has_audio else "unexpected"))
+    if copy.frames <= 0:
+        raise CopyRejected(index, "no decodable frames")
+    expected = source.duration_s / plan.speed
+    if abs(copy.duration_s - expected) > tolerance_s + 0.02 * expected:
+        raise CopyRejected(index, f"duration {copy.duration_s:.2f}s, expected {expected:.2f}s")
+
+
+class Worker:
+    """One job at a time. Renewal runs beside the render; a lost lease or a cancel stops the
+    render, waits for FFmpeg and any upload, and only then is the job's directory removed."""
+
+    def __init__(
+        self,
+        leases: JobLeases,
+        store: ObjectStore,
+        transcoder: Transcoder,
+        prober: Prober,
+        disk: DiskSpace,
+        settings: WorkerSettings,
+    ) -> None:
+        self._leases, self._store, self._transcoder = leases, store, transcoder
+        self._prober, self._disk, self._settings = prober, disk, settings
+
+    @property
+    def home(self) -> Path:
+        return self._settings.work_root / self._settings.worker_id
+
+    def remove_orphans(self) -> int:
+        """A restarted worker first removes what a killed predecessor of the same id left."""
+        if not self.home.exists():
+            return 0
+        orphans = list(self.home.iterdir())
+        for path in orphans:
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        return len(orphans)
+
+    async def run_once(self) -> bool:
+        """Claim and finish one job; False when there was none."""
+        claimed = await self._leases.claim(self._settings.worker_id, 1)
+        for job in claimed:
+            await self.process(job)
+        return bool(claimed)
+
+    async def process(self, job: ClaimedJob) -> str:
+        """Returns how the job ended: done, failed, cancelled or lease_lost."""
+        workdir = self.home / job.job_id
+        workdir.mkdir(parents=True, exist_ok=True)
+        stop = asyncio.Event()
+        outcome = {"why": ""}
+        render = asyncio.create_task(self._render(job, workdir))
+        renewer = asyncio.create_task(self._keep_lease(job, render, stop, outcome))
+        try:
+            await render
+            return await self._finish(job, "done")
+        except asyncio.CancelledError:
+            if outcome["why"] == "cancel":
+                await self._leases.acknowledge_cancel(job.job_id, job.token)
+                return "cancelled"
+            if outcome["why"] == "lease_lost":
+                return "lease_lost"  # someone else owns the job now: write nothing
+            raise
+        except LeaseLost:
+            return "lease_lost"
+        except BadSource as bad:
+            return await self._finish(job, "failed", reason=f"bad source: {bad.reason}", retryable=False)
+        except Exception as error:  # noqa: BLE001 - any other failure is retried elsewhere
+            log.warning("job %s failed: %r", job.job_id, error)
+            return await self._finish(job, "failed", reason=f"{type(error).__name__}: {error}", retryable=True)
+        finally:
+            stop.set()
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    async def _finish(self, job: ClaimedJob, how: str, reason: str = "", retryable: bool = True) -> str:
+        receipt = str(uuid.uuid4())
+        try:
+            if how == "done":
+                await self._leases.complete(job.job_id, job.token, receipt)
+            else:
+                await self._leases.fail(job.job_id, job.token, reason, retryable, receipt)
+        except LeaseLost:
+            return "lease_lost"
+        return how
+
+    async def _keep_lease(
+        self, job: ClaimedJob, render: asyncio.Task[None], stop: asyncio.Event, outcome: dict[str, str]
+    ) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self._settings.renew_every_s)
+            if stop.is_set():
+                return
+            try:
+                cancel = await self._leases.renew(job.job_id, job.token)
+            except LeaseLost:
+                outcome["why"] = "lease_lost"
+                render.cancel()
+                return
+            if cancel:
+                outcome["why"] = "cancel"
+                render.cancel()
+                return
+
+    async def _render(self, job: ClaimedJob, workdir: Path) -> None:
+        source = workdir / "source"
+        await self._store.get_file(job.source_key, source)
+        size = source.stat().st_size
+        needed = disk_needed(size, len(job.remaining), self._settings)
+        if (free := self._disk.free_bytes(workdir)) < needed:
+            raise NotEnoughDisk(needed, free)
+        try:
+            original = await self._prober.probe(source, full_decode=False)
+        except Exception as error:  # noqa: BLE001 - the prober's own errors name the problem
+            raise BadSource(str(error)) from error
+        for index, plan in job.remaining:
+            target = workdir / f"copy-{index}.mp4"
+            await self._transcoder.render(plan, source, target)
+            made = await self._prober.probe(target, full_decode=True)
+            check_copy(original, made, plan, index, self._settings.duration_tolerance_s)
+            # A key per owner: a worker that lost its lease can never overwrite a stored copy.
+            key = f"copies/{job.order_id}/{index}-{job.token[:12]}.mp4"
+            stored_size, sha256 = await _not_abandoned(self._store.put_file(key, target))
+            target.unlink()
+            artifact = CopyArtifact(key, stored_size, sha256, made.duration_s, made.width, made.height)
+            await self._leases.checkpoint(job.job_id, job.token, index, artifact)
+
+
+async def _not_abandoned(operation: Any) -> Any:
+    """Run a file operation that a cancel must wait for, not abandon: an upload reading the
+    copy must finish before the directory holding it is removed."""
+    task = asyncio.ensure_future(operation)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await task
+        raise

@@ -1,0 +1,202 @@
+"""The worker on the in-memory service with a scripted transcoder and prober: every way a
+job can end leaves the working directory empty and the ledger right."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from videocopies.adapters.inprocess import InProcessJobLeases
+from videocopies.adapters.memory.objectstore import InMemoryObjectStore
+from videocopies.application import use_cases as uc
+from videocopies.application.ports import ProbeResult
+from videocopies.application.worker import Worker, WorkerSettings, disk_needed
+from videocopies.domain.coins import LotKind
+from videocopies.domain.jobs import JobState
+from videocopies.domain.orders import OrderState
+from videocopies.domain.shared import UserId, WorkerId
+from videocopies.roles.containers import InMemoryService
+from videocopies.settings import Settings
+
+USER = UserId(7)
+SOURCE = "sources/7/clip.mp4"
+
+
+class ScriptedTranscoder:
+    """Writes a copy derived from the plan; can be made to hang until it is cancelled."""
+
+    def __init__(self) -> None:
+        self.rendered: list[tuple[int, dict]] = []
+        self.hang_on: int | None = None
+        self.interrupted = 0
+
+    async def render(self, plan, source: Path, target: Path) -> None:  # type: ignore[no-untyped-def]
+        if plan.copy_index == self.hang_on:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                self.interrupted += 1
+                target.unlink(missing_ok=True)
+                raise
+        target.write_text(json.dumps({"source": source.read_text(), "plan": plan.to_dict()}))
+        self.rendered.append((plan.copy_index, plan.to_dict()))
+
+
+class ScriptedProber:
+    async def probe(self, path: Path, full_decode: bool = True) -> ProbeResult:
+        text = path.read_text()
+        if text == "not a video":
+            raise ValueError("no video stream")
+        if text.startswith("{"):
+            speed = json.loads(text)["plan"]["speed"]
+            return ProbeResult(3.0 / speed, 720, 1280, True, 75)
+        return ProbeResult(3.0, 720, 1280, True, 75)
+
+
+class Disk:
+    def __init__(self, free: int = 10**12) -> None:
+        self.free = free
+
+    def free_bytes(self, path: Path) -> int:
+        return self.free
+
+
+class Rig:
+    def __init__(self, root: Path) -> None:
+        self.service = InMemoryService(settings=Settings(quote_secret=b"w"))
+        self.cases = self.service.use_cases
+        self.store = self.service.gateways.store()
+        self.clock = self.service.gateways.clock()
+        self.objects = InMemoryObjectStore()
+        self.objects.objects[SOURCE] = b"source video"
+        self.transcoder = ScriptedTranscoder()
+        self.disk = Disk()
+        self.root = root
+
+    def worker(self, name: str = "w1") -> Worker:
+        settings = WorkerSettings(WorkerId(name), self.root, renew_every_s=0.01)
+        leases = InProcessJobLeases(self.cases, WorkerId(name))
+        return Worker(leases, self.objects, self.transcoder, ScriptedProber(), self.disk, settings)
+
+    async def order(self, copies: int = 5) -> str:
+        await self.cases.grant_coins()(uc.GrantCoinsCommand(USER, LotKind.START, 50, timedelta(days=30)))
+        quote = await self.cases.quote_order()(uc.QuoteOrderCommand(USER, SOURCE, copies))
+        return await self.cases.confirm_order()(uc.ConfirmOrderCommand(USER, quote.quote_id, quote.token))
+
+    def balance(self) -> tuple[int, int, int]:
+        b = self.store.accounts[USER].balance(self.clock.now())
+        return b.available, b.reserved, b.debited
+
+    def leftovers(self) -> list[Path]:
+        return [p for p in self.root.rglob("*") if p.is_file()]
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Rig:
+    return Rig(tmp_path / "work")
+
+
+async def test_a_job_is_rendered_verified_stored_checkpointed_and_cleaned_up(rig: Rig) -> None:
+    order_id = await rig.order(5)
+    assert await rig.worker().run_once()
+    assert rig.store.orders[order_id].state is OrderState.DONE
+    job = next(iter(rig.store.jobs.values()))
+    assert sorted(job.checkpoints) == [0, 1, 2, 3, 4]
+    assert all(rig.objects.objects[a.object_key] for a in job.checkpoints.values())
+    assert [m.kind for m in rig.store.outbox.values()].count("copy_ready") == 5
+    assert rig.leftovers() == []
+    assert not await rig.worker().run_once()
+
+
+async def test_cancel_stops_the_render_waits_and_settles(rig: Rig) -> None:
+    order_id = await rig.order(5)
+    rig.transcoder.hang_on = 2
+    worker = rig.worker()
+    running = asyncio.create_task(worker.run_once())
+    while len(rig.transcoder.rendered) < 2:
+        await asyncio.sleep(0.005)
+    for index in (0, 1):
+        await rig.cases.record_delivery()(uc.RecordDeliveryCommand(order_id, index))
+    await asyncio.sleep(0.02)
+    await rig.cases.cancel_order()(uc.CancelOrderCommand(USER, order_id))
+    await asyncio.wait_for(running, 5)
+    assert rig.transcoder.interrupted == 1
+    assert rig.store.orders[order_id].state is OrderState.CANCELLED
+    assert rig.balance() == (42, 0, 8)
+    assert rig.leftovers() == []
+
+
+async def test_a_lost_lease_stops_the_worker_and_it_writes_nothing_more(rig: Rig) -> None:
+    order_id = await rig.order(5)
+    rig.transcoder.hang_on = 1
+    running = asyncio.create_task(rig.worker("a").run_once())
+    while not rig.transcoder.rendered:
+        await asyncio.sleep(0.005)
+    await asyncio.sleep(0.02)
+    rig.clock.advance(timedelta(seconds=31))
+    rig.transcoder.hang_on = None
+    other = rig.worker("b")
+    assert await other.run_once()
+    await asyncio.wait_for(running, 5)
+    job = next(iter(rig.store.jobs.values()))
+    assert job.state is JobState.DONE and job.attempts == 2
+    assert rig.store.orders[order_id].state is OrderState.DONE
+    assert len(rig.store.refusals) >= 1  # the zombie's renew was refused and counted
+    assert rig.leftovers() == []
+
+
+async def test_resume_renders_only_missing_copies_with_the_same_plans(rig: Rig) -> None:
+    order_id = await rig.order(5)
+    rig.transcoder.hang_on = 2
+    first = asyncio.create_task(rig.worker("a").run_once())
+    while len(rig.transcoder.rendered) < 2:
+        await asyncio.sleep(0.005)
+    planned = dict(rig.transcoder.rendered)
+    first.cancel()  # the worker process dies
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    stored_before = dict(rig.objects.objects)
+    rig.transcoder.hang_on = None
+    rig.transcoder.rendered.clear()
+    rig.clock.advance(timedelta(seconds=31))
+    assert await rig.worker("b").run_once()
+    assert [i for i, _ in rig.transcoder.rendered] == [2, 3, 4]
+    job = next(iter(rig.store.jobs.values()))
+    assert {i: p for i, p in rig.transcoder.rendered} | planned == {i: p.to_dict() for i, p in enumerate(job.plans)}
+    assert all(rig.objects.objects[k] == v for k, v in stored_before.items())
+    assert rig.store.orders[order_id].state is OrderState.DONE
+
+
+async def test_a_source_that_is_not_a_video_fails_the_order_and_refunds(rig: Rig) -> None:
+    rig.objects.objects[SOURCE] = b"not a video"
+    order_id = await rig.order(5)
+    assert await rig.worker().run_once()
+    assert rig.store.orders[order_id].state is OrderState.FAILED
+    assert rig.balance() == (50, 0, 0)
+    assert rig.leftovers() == []
+
+
+async def test_not_enough_disk_gives_the_job_back_for_another_worker(rig: Rig) -> None:
+    await rig.order(5)
+    rig.disk.free = 10
+    assert await rig.worker().run_once()
+    job = next(iter(rig.store.jobs.values()))
+    assert job.state is JobState.QUEUED and "NotEnoughDisk" in (job.last_error or "")
+    assert rig.leftovers() == []
+
+
+async def test_a_restarted_worker_removes_what_its_killed_predecessor_left(rig: Rig) -> None:
+    worker = rig.worker("w9")
+    (worker.home / "job-x").mkdir(parents=True)
+    (worker.home / "job-x" / "copy-0.mp4").write_bytes(b"half")
+    assert worker.remove_orphans() == 1
+    assert rig.leftovers() == []
+
+
+def test_the_disk_budget_covers_the_source_and_two_copies_with_margin() -> None:
+    settings = WorkerSettings(WorkerId("w"), Path("/nonexistent"))
+    assert disk_needed(100, 5, settings) == int((100 + 2 * 130) * 1.5)
