@@ -238,3 +238,15 @@ async def test_only_the_owner_that_closed_a_job_may_repeat_its_acknowledgement(b
     async with b.new_uow() as uow:
         assert await uow.refusals.count() == 1
         assert (await uow.orders.get(order_id)).state is OrderState.CANCELLED
+
+
+async def test_a_claim_skips_jobs_whose_source_does_not_fit(backend: Backend) -> None:
+    b = backend
+    await b.cases.grant_coins()(uc.GrantCoinsCommand(USER, LotKind.START, 50, None))
+    for size in (5_000_000, 1_000):
+        quote = await b.cases.quote_order()(uc.QuoteOrderCommand(USER, f"s{size}", 1, size))
+        await b.cases.confirm_order()(uc.ConfirmOrderCommand(USER, quote.quote_id, quote.token))
+    small = await b.cases.claim_job()(uc.ClaimJobCommand(WorkerId("small-disk"), 5, max_source_bytes=10_000))
+    assert [job.source_key for job in small] == ["s1000"]
+    big = await b.cases.claim_job()(uc.ClaimJobCommand(WorkerId("big-disk"), 5))
+    assert [job.source_key for job in big] == ["s5000000"]

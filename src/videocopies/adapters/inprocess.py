@@ -17,8 +17,10 @@ class InProcessJobLeases:
     def __init__(self, cases: Any, worker_id: WorkerId) -> None:
         self._cases, self._worker = cases, worker_id
 
-    async def claim(self, worker_id: WorkerId, limit: int) -> Sequence[uc.ClaimedJob]:
-        return await self._cases.claim_job()(uc.ClaimJobCommand(worker_id, limit))
+    async def claim(
+        self, worker_id: WorkerId, limit: int, max_source_bytes: int | None = None
+    ) -> Sequence[uc.ClaimedJob]:
+        return await self._cases.claim_job()(uc.ClaimJobCommand(worker_id, limit, max_source_bytes))
 
     async def renew(self, job_id: JobId, token: OwnerToken) -> bool:
         renewed = await self._cases.renew_lease()(uc.RenewLeaseCommand(job_id, token, self._worker))

@@ -26,7 +26,9 @@ log = logging.getLogger(__name__)
 class JobLeases(Protocol):
     """The queue as a worker sees it: only the jobs it holds, never coins or orders."""
 
-    async def claim(self, worker_id: WorkerId, limit: int) -> Sequence[ClaimedJob]: ...
+    async def claim(
+        self, worker_id: WorkerId, limit: int, max_source_bytes: int | None = None
+    ) -> Sequence[ClaimedJob]: ...
     async def renew(self, job_id: JobId, token: OwnerToken) -> bool:
         """Extend the lease; True when the user asked to cancel."""
         ...
@@ -87,6 +89,11 @@ def disk_needed(source_bytes: int, copies: int, settings: WorkerSettings) -> int
     return int(at_once * settings.margin) if copies else 0
 
 
+def largest_source(free_bytes: int, settings: WorkerSettings) -> int:
+    """The biggest source whose job fits in `free_bytes` (the inverse of disk_needed)."""
+    return int(free_bytes / (settings.margin * (1 + 2 * settings.copy_to_source)))
+
+
 def check_copy(source: ProbeResult, copy: ProbeResult, plan: EffectsPlan, index: int, tolerance_s: float) -> None:
     """A copy must keep the picture size and the sound, decode fully, and last as long as
     the source at the plan's speed."""
@@ -132,7 +139,9 @@ class Worker:
 
     async def run_once(self) -> bool:
         """Claim and finish one job; False when there was none."""
-        claimed = await self._leases.claim(self._settings.worker_id, 1)
+        self._settings.work_root.mkdir(parents=True, exist_ok=True)
+        fits = largest_source(self._disk.free_bytes(self._settings.work_root), self._settings)
+        claimed = await self._leases.claim(self._settings.worker_id, 1, fits)
         for job in claimed:
             await self.process(job)
         return bool(claimed)

@@ -84,7 +84,8 @@ class Rig:
 
     async def order(self, copies: int = 5) -> str:
         await self.cases.grant_coins()(uc.GrantCoinsCommand(USER, LotKind.START, 50, timedelta(days=30)))
-        quote = await self.cases.quote_order()(uc.QuoteOrderCommand(USER, SOURCE, copies))
+        size = len(self.objects.objects[SOURCE])
+        quote = await self.cases.quote_order()(uc.QuoteOrderCommand(USER, SOURCE, copies, size))
         return await self.cases.confirm_order()(uc.ConfirmOrderCommand(USER, quote.quote_id, quote.token))
 
     def balance(self) -> tuple[int, int, int]:
@@ -180,12 +181,30 @@ async def test_a_source_that_is_not_a_video_fails_the_order_and_refunds(rig: Rig
     assert rig.leftovers() == []
 
 
-async def test_not_enough_disk_gives_the_job_back_for_another_worker(rig: Rig) -> None:
+async def test_a_worker_claims_nothing_its_disk_cannot_finish(rig: Rig) -> None:
     await rig.order(5)
     rig.disk.free = 10
+    assert not await rig.worker().run_once()
+    job = next(iter(rig.store.jobs.values()))
+    assert job.state is JobState.QUEUED and job.attempts == 0
+    rig.disk.free = 10**9
+    assert await rig.worker().run_once()
+
+
+async def test_a_disk_that_fills_after_the_claim_gives_the_job_back(rig: Rig) -> None:
+    await rig.order(5)
+
+    class Shrinking(Disk):
+        calls = 0
+
+        def free_bytes(self, path: Path) -> int:
+            self.calls += 1
+            return 10**9 if self.calls == 1 else 10
+
+    rig.disk = Shrinking()
     assert await rig.worker().run_once()
     job = next(iter(rig.store.jobs.values()))
-    assert job.state is JobState.QUEUED and "NotEnoughDisk" in (job.last_error or "")
+    assert job.state is JobState.QUEUED and "not enough disk" in (job.last_error or "")
     assert rig.leftovers() == []
 
 

@@ -135,8 +135,10 @@ class _Jobs(_Aggregates[Job]):
                 break
         return taken
 
-    async def claimable(self, now: datetime, limit: int) -> Sequence[Job]:
+    async def claimable(self, now: datetime, limit: int, max_source_bytes: int | None = None) -> Sequence[Job]:
         def ready(job: Job) -> bool:
+            if max_source_bytes is not None and job.source_bytes > max_source_bytes:
+                return False
             leased_out = job.state is JobState.LEASED and job.lease is not None and job.lease.is_expired(now)
             return job.state is JobState.QUEUED or leased_out
 

@@ -76,6 +76,7 @@ def order_from_row(row: dict[str, Any]) -> Order:
         row["tariff_version"],
         row["quote_expires_at"],
         row["quote_token"],
+        row["source_bytes"],
     )
     copies = [OrderCopy(i, CopyState(state), key) for i, (state, key) in enumerate(row["copy_states"])]
     return Order(
@@ -108,6 +109,7 @@ def order_params(order: Order) -> dict[str, Any]:
         "failure_reason": order.failure_reason,
         "created_at": order.created_at,
         "version": order.version,
+        "source_bytes": q.source_bytes,
     }
 
 
@@ -139,6 +141,7 @@ def job_from_row(row: dict[str, Any]) -> Job:
         last_error=row["last_error"],
         version=row["version"],
         closed_by=row["closed_by"],
+        source_bytes=row["source_bytes"],
     )
 
 
@@ -159,6 +162,7 @@ def job_params(job: Job) -> dict[str, Any]:
         "last_error": job.last_error,
         "created_at": job.created_at,
         "version": job.version,
+        "source_bytes": job.source_bytes,
         "closed_by": job.closed_by,
     }
 

@@ -66,10 +66,10 @@ SELECT * FROM orders WHERE order_id = %(order_id)s FOR UPDATE;
 -- insert_order --
 INSERT INTO orders (order_id, user_id, source_key, copies, price_per_copy, total, tariff_version,
                     quote_expires_at, quote_token, seed, state, copy_states, failure_reason,
-                    created_at, version)
+                    created_at, version, source_bytes)
 VALUES (%(order_id)s, %(user_id)s, %(source_key)s, %(copies)s, %(price_per_copy)s, %(total)s,
         %(tariff_version)s, %(quote_expires_at)s, %(quote_token)s, %(seed)s, %(state)s,
-        %(copy_states)s, %(failure_reason)s, %(created_at)s, %(version)s);
+        %(copy_states)s, %(failure_reason)s, %(created_at)s, %(version)s, %(source_bytes)s);
 
 -- update_order --
 UPDATE orders SET state = %(state)s, copy_states = %(copy_states)s, failure_reason = %(failure_reason)s,
@@ -100,9 +100,11 @@ SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoi
 -- Only ids here: the rows are read by load_jobs in the next statement, after the locks.
 WITH lapsed AS (
     SELECT job_id FROM jobs WHERE state = 'leased' AND lease_until <= %(now)s
+       AND source_bytes <= coalesce(%(max_bytes)s::bigint, source_bytes)
      ORDER BY lease_until LIMIT %(limit)s FOR UPDATE SKIP LOCKED
 ), queued AS (
     SELECT job_id FROM jobs WHERE state = 'queued'
+       AND source_bytes <= coalesce(%(max_bytes)s::bigint, source_bytes)
      ORDER BY created_at, job_id LIMIT %(limit)s FOR UPDATE SKIP LOCKED
 )
 SELECT job_id FROM lapsed UNION ALL SELECT job_id FROM queued LIMIT %(limit)s;
@@ -114,10 +116,11 @@ SELECT job_id FROM jobs WHERE state = 'leased' AND lease_until <= %(now)s
 
 -- insert_job --
 INSERT INTO jobs (job_id, order_id, state, plans, max_attempts, attempts, cancel_requested, worker_id,
-                  owner_token, acquired_at, lease_until, last_error, created_at, version, closed_by)
+                  owner_token, acquired_at, lease_until, last_error, created_at, version, closed_by,
+                  source_bytes)
 VALUES (%(job_id)s, %(order_id)s, %(state)s, %(plans)s, %(max_attempts)s, %(attempts)s,
         %(cancel_requested)s, %(worker_id)s, %(owner_token)s, %(acquired_at)s, %(lease_until)s,
-        %(last_error)s, %(created_at)s, %(version)s, %(closed_by)s);
+        %(last_error)s, %(created_at)s, %(version)s, %(closed_by)s, %(source_bytes)s);
 
 -- update_job --
 UPDATE jobs SET state = %(state)s, attempts = %(attempts)s, cancel_requested = %(cancel_requested)s,

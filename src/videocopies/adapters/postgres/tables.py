@@ -147,6 +147,7 @@ orders = Table(
     Column("failure_reason", Text),
     _at("created_at"),
     Column("version", Integer, nullable=False),
+    Column("source_bytes", BigInteger, nullable=False, server_default=text("0")),
     CheckConstraint(
         "state IN ('quoted', 'confirmed', 'running', 'done', 'cancelling', 'cancelled', 'failed')",
         name="state",
@@ -173,6 +174,7 @@ jobs = Table(
     _at("created_at"),
     Column("version", Integer, nullable=False),
     Column("closed_by", Text),
+    Column("source_bytes", BigInteger, nullable=False, server_default=text("0")),
     CheckConstraint("state IN ('queued', 'leased', 'done', 'failed', 'cancelled')", name="state"),
     CheckConstraint("attempts <= max_attempts", name="attempts"),
     CheckConstraint("(state = 'leased') = (owner_token IS NOT NULL AND lease_until IS NOT NULL)", name="lease"),

@@ -230,15 +230,16 @@ class PostgresJobs:
     async def add(self, job: Job) -> None:
         self.added[job.job_id] = job
 
-    async def claimable(self, now: datetime, limit: int) -> Sequence[Job]:
-        return await self._locked_batch("claimable_jobs", now, limit)
+    async def claimable(self, now: datetime, limit: int, max_source_bytes: int | None = None) -> Sequence[Job]:
+        return await self._locked_batch("claimable_jobs", now, limit, max_source_bytes)
 
     async def expired(self, now: datetime, limit: int) -> Sequence[Job]:
         return await self._locked_batch("expired_leases", now, limit)
 
-    async def _locked_batch(self, query: str, now: datetime, limit: int) -> list[Job]:
+    async def _locked_batch(self, query: str, now: datetime, limit: int, max_bytes: int | None = None) -> list[Job]:
         """Lock first (skipping rows others hold), then read what was locked."""
-        ids = [row["job_id"] for row in await self._uow.fetchall(query, {"now": now, "limit": limit})]
+        params = {"now": now, "limit": limit, "max_bytes": max_bytes}
+        ids = [row["job_id"] for row in await self._uow.fetchall(query, params)]
         fresh = [job_id for job_id in ids if job_id not in self.loaded]
         if fresh:
             for row in await self._uow.fetchall("load_jobs", {"job_ids": fresh}):

@@ -17,6 +17,7 @@ from videocopies.domain.shared import JobId, OrderId, OwnerToken, WorkerId
 class ClaimJobCommand:
     worker_id: WorkerId
     limit: int = 1
+    max_source_bytes: int | None = None  # what the worker's free disk can take on
 
 
 @attrs.frozen
@@ -50,7 +51,8 @@ class ClaimJob:
                 seen: set[str] = set()
                 for _ in range(3):
                     closed = 0
-                    for job in await uow.jobs.claimable(now, cmd.limit - len(claimed) + len(seen)):
+                    wanted = cmd.limit - len(claimed) + len(seen)
+                    for job in await uow.jobs.claimable(now, wanted, cmd.max_source_bytes):
                         if job.job_id in seen:
                             continue
                         seen.add(job.job_id)

@@ -51,7 +51,9 @@ class ConfirmOrder:
             if not await uow.capacity.take(order.order_id):
                 raise ServiceBusy(order.order_id)
             plans = plan_copies(order.seed, order.quote.copies)
-            job = make_job(self._ids.job_id(), order.order_id, plans, now, self._max_attempts)
+            job = make_job(
+                self._ids.job_id(), order.order_id, plans, now, self._max_attempts, order.quote.source_bytes
+            )
             await uow.jobs.add(job)
             await uow.commit()
         self._notifier.job_available()

@@ -18,6 +18,7 @@ class QuoteOrderCommand:
     user_id: UserId
     source_key: str
     copies: int
+    source_bytes: int = 0
 
 
 class QuoteOrder:
@@ -40,7 +41,7 @@ class QuoteOrder:
         now = self._clock.now()
         quote = Quote.issue(
             self._ids.order_id(), cmd.user_id, cmd.source_key, cmd.copies,
-            self._policy.current, now, self._ttl, self._secret,
+            self._policy.current, now, self._ttl, self._secret, cmd.source_bytes,
         )
         async with self._uow() as uow:
             await uow.orders.add(Order.from_quote(quote, self._ids.seed(), now))

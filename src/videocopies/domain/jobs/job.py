@@ -89,6 +89,7 @@ class Job:
     plans: tuple[EffectsPlan, ...]
     created_at: datetime
     max_attempts: int = 3
+    source_bytes: int = 0
     state: JobState = JobState.QUEUED
     lease: Lease | None = None
     attempts: int = 0
@@ -226,6 +227,11 @@ class Job:
 
 
 def make_job(
-    job_id: JobId, order_id: OrderId, plans: Sequence[EffectsPlan], now: datetime, max_attempts: int = 3
+    job_id: JobId,
+    order_id: OrderId,
+    plans: Sequence[EffectsPlan],
+    now: datetime,
+    max_attempts: int = 3,
+    source_bytes: int = 0,
 ) -> Job:
-    return Job(job_id, order_id, tuple(plans), now, max_attempts=max_attempts)
+    return Job(job_id, order_id, tuple(plans), now, max_attempts=max_attempts, source_bytes=source_bytes)

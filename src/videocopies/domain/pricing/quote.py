@@ -55,6 +55,7 @@ class Quote:
     tariff_version: int
     expires_at: datetime
     token: str
+    source_bytes: int = 0  # the source's size, so a worker can tell whether the job fits its disk
 
     @classmethod
     def issue(
@@ -67,11 +68,12 @@ class Quote:
         now: datetime,
         ttl: timedelta,
         secret: bytes,
+        source_bytes: int = 0,
     ) -> Quote:
         price = tariff.price_per_copy(copies)
         unsigned = cls(
             quote_id, user_id, source_key, copies, price, copies * price,
-            tariff.version, now + ttl, token="",
+            tariff.version, now + ttl, token="", source_bytes=source_bytes,
         )
         return attrs.evolve(unsigned, token=unsigned.signature(secret))
 
@@ -83,6 +85,7 @@ class Quote:
                 str(self.price_per_copy), str(self.total), str(self.tariff_version),
                 # The instant, not its rendering: a timestamp read back in another zone still verifies.
                 self.expires_at.astimezone(UTC).isoformat(),
+                str(self.source_bytes),
             )
         ).encode()
         digest = hmac.new(secret, message, hashlib.sha256).digest()[:16]
