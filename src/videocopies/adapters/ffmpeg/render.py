@@ -1,0 +1,126 @@
+"""An effects plan rendered as an FFmpeg argument list: pure, so it is tested without FFmpeg."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import attrs
+
+from videocopies.domain.effects import EffectsPlan
+
+AUDIO_RATE = 48_000
+AUDIO_BITRATE = "128k"
+PRESET = "veryfast"
+# SEI NAL units: x264 writes its version and every option there ("x264 - core 164 ...").
+DROP_SEI = "filter_units=remove_types=6"
+TIMEOUT_BASE_S = 60.0
+TIMEOUT_PER_OUTPUT_S = 10.0
+
+
+def _positive(_info: object, attribute: attrs.Attribute, value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{attribute.name} must be positive, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class SourceInfo:
+    """What the renderer must know about the source; fps 0 means unknown (the rate is kept as is)."""
+
+    width: int = attrs.field(validator=attrs.validators.ge(2))
+    height: int = attrs.field(validator=attrs.validators.ge(2))
+    duration_s: float = attrs.field(validator=_positive)
+    has_audio: bool
+    fps: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
+
+
+def output_size(source: SourceInfo) -> tuple[int, int]:
+    """The source's size, rounded down to even numbers as yuv420p requires."""
+    return _even(source.width), _even(source.height)
+
+
+def output_duration(plan: EffectsPlan, source: SourceInfo) -> float:
+    return source.duration_s / plan.speed
+
+
+def timeout_for(duration_s: float, speed: float) -> float:
+    """Seconds a render may take: generous, since several workers may share two cores."""
+    return TIMEOUT_BASE_S + TIMEOUT_PER_OUTPUT_S * duration_s / speed
+
+
+def video_filters(plan: EffectsPlan, source: SourceInfo) -> str:
+    width, height = output_size(source)
+    crop_w = max(2, _even(source.width * (1 - plan.crop)))
+    crop_h = max(2, _even(source.height * (1 - plan.crop)))
+    # Even offsets keep the window on chroma sample boundaries.
+    x = _even((source.width - crop_w) * plan.crop_x)
+    y = _even((source.height - crop_h) * plan.crop_y)
+    steps = [
+        f"crop={crop_w}:{crop_h}:{x}:{y}",
+        f"scale={width}:{height}:flags=bicubic",
+        "setsar=1",
+        f"eq=brightness={_num(plan.brightness)}:contrast={_num(plan.contrast)}"
+        f":saturation={_num(plan.saturation)}",
+        f"hue=h={_num(plan.hue)}",
+        f"noise=alls={plan.noise}:allf=t",
+        f"setpts=PTS/{_num(plan.speed)}",
+    ]
+    if source.fps > 0:
+        # Back to the source's constant rate after setpts: frames are dropped or repeated here.
+        steps.append(f"fps={_rate(source.fps)}")
+    steps.append("format=yuv420p")
+    return ",".join(steps)
+
+
+def audio_filters(plan: EffectsPlan) -> str:
+    steps = [f"aresample={AUDIO_RATE}"]
+    tempo = plan.audio_tempo
+    if plan.pitch is not None:
+        # asetrate shifts pitch and tempo together; atempo then restores the planned tempo.
+        shifted = round(AUDIO_RATE * plan.pitch)
+        steps += [f"asetrate={shifted}", f"aresample={AUDIO_RATE}"]
+        tempo = plan.audio_tempo * AUDIO_RATE / shifted
+    steps.append(f"atempo={_num(tempo)}")
+    return ",".join(steps)
+
+
+def ffmpeg_args(
+    plan: EffectsPlan, source: SourceInfo, source_path: Path, target: Path, *, threads: int | None = None
+) -> list[str]:
+    """The full argument list after the binary: one pass, libx264 + AAC, progress on stdout."""
+    args = ["-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1", "-nostats"]
+    args += ["-i", str(source_path), "-map", "0:v:0"]
+    if source.has_audio:
+        args += ["-map", "0:a:0"]
+    args += ["-vf", video_filters(plan, source)]
+    if source.has_audio:
+        args += ["-af", audio_filters(plan)]
+    else:
+        args += ["-an"]
+    args += ["-sn", "-dn"]
+    args += ["-c:v", "libx264", "-preset", PRESET, "-crf", str(plan.crf), "-pix_fmt", "yuv420p"]
+    if source.has_audio:
+        args += ["-c:a", "aac", "-b:a", AUDIO_BITRATE, "-ar", str(AUDIO_RATE)]
+    if plan.strip_metadata:
+        args += ["-bsf:v", DROP_SEI, "-map_metadata", "-1", "-map_chapters", "-1", "-metadata:s:v", "encoder="]
+        args += ["-fflags", "+bitexact", "-flags:v", "+bitexact"]
+        if source.has_audio:
+            args += ["-flags:a", "+bitexact"]
+    if threads is not None:
+        args += ["-threads", str(threads)]
+    args += ["-movflags", "+faststart", "-f", "mp4", str(target)]
+    return args
+
+
+def _even(value: float) -> int:
+    return int(value) // 2 * 2
+
+
+def _num(value: float) -> str:
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
+
+
+def _rate(fps: float) -> str:
+    rate = Fraction(fps).limit_denominator(1001)
+    return str(rate.numerator) if rate.denominator == 1 else f"{rate.numerator}/{rate.denominator}"

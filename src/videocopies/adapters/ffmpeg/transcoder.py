@@ -1,0 +1,190 @@
+"""The Transcoder port on an FFmpeg child process: progress, timeout, stall watchdog and clean cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+from videocopies.adapters.ffmpeg.binary import ffmpeg_binary
+from videocopies.adapters.ffmpeg.render import SourceInfo, ffmpeg_args, output_duration, timeout_for
+from videocopies.domain.effects import EffectsPlan
+
+STDERR_LINES = 30
+
+Progress = Callable[[float], None]
+
+
+@attrs.define
+class TranscodeFailed(Exception):
+    """FFmpeg could not make the copy; stderr_tail holds its last words."""
+
+    reason: str
+    stderr_tail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.stderr_tail}" if self.stderr_tail else self.reason
+
+
+@attrs.define
+class TranscodeTimeout(TranscodeFailed):
+    """The render ran past the time its duration allows."""
+
+
+@attrs.define
+class TranscodeStalled(TranscodeFailed):
+    """FFmpeg stopped making progress (some filters hang on some builds)."""
+
+
+class FfmpegTranscoder:
+    """Renders one copy per call; the target exists afterwards only if the render succeeded."""
+
+    def __init__(
+        self,
+        binary: str | None = None,
+        *,
+        threads: int | None = None,
+        stall_s: float = 30.0,
+        grace_s: float = 5.0,
+        timeout: Callable[[float, float], float] = timeout_for,
+    ) -> None:
+        self._binary = binary or ffmpeg_binary()
+        self._threads = threads
+        self._stall_s = stall_s
+        self._grace_s = grace_s
+        self._timeout = timeout
+
+    async def render(
+        self,
+        plan: EffectsPlan,
+        source: Path,
+        target: Path,
+        *,
+        info: SourceInfo | None = None,
+        on_progress: Progress | None = None,
+    ) -> None:
+        """Render `plan` of `source` into `target` (MP4), probing the source unless `info` is given."""
+        try:
+            info = info or await asyncio.to_thread(probe, source)
+            args = ffmpeg_args(plan, info, source, target, threads=self._threads)
+            limit = self._timeout(info.duration_s, plan.speed)
+            await self._run(args, output_duration(plan, info), limit, on_progress or (lambda _: None))
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+
+    async def _run(self, args: list[str], expected_s: float, limit: float, on_progress: Progress) -> None:
+        proc = await asyncio.create_subprocess_exec(
+            self._binary, *args,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        tail: deque[str] = deque(maxlen=STDERR_LINES)
+        drain = asyncio.create_task(_collect(proc.stderr, tail))
+        try:
+            try:
+                async with asyncio.timeout(limit):
+                    await self._watch(proc, expected_s, on_progress, tail)
+                    code = await proc.wait()
+                    await drain
+            except TimeoutError:
+                raise TranscodeTimeout(f"no result within {limit:.0f} s", _text(tail)) from None
+            if code != 0:
+                raise TranscodeFailed(f"ffmpeg exited with {code}", _text(tail))
+        finally:
+            await self._stop(proc)
+            drain.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await drain
+        on_progress(1.0)
+
+    async def _watch(
+        self, proc: asyncio.subprocess.Process, expected_s: float, on_progress: Progress, tail: deque[str]
+    ) -> None:
+        """Read -progress blocks until FFmpeg closes stdout; raise if they stop advancing."""
+        assert proc.stdout is not None
+        loop = asyncio.get_running_loop()
+        advanced_at = loop.time()
+        seen: dict[str, int] = {}
+        while True:
+            wait = self._stall_s - (loop.time() - advanced_at)
+            try:
+                line = await asyncio.wait_for(proc.stdout.readline(), max(wait, 0))
+            except TimeoutError:
+                line = None
+            if line == b"":
+                return
+            key, value = _counter(line) if line else ("", 0)
+            # Either counter moving counts as progress: frames first, time once muxed.
+            if key and value > seen.get(key, -1):
+                seen[key] = value
+                advanced_at = loop.time()
+                if key == "out_time_us" and expected_s > 0:
+                    on_progress(min(1.0, max(0.0, value / 1e6 / expected_s)))
+            if loop.time() - advanced_at >= self._stall_s:
+                raise TranscodeStalled(f"no progress for {self._stall_s:g} s", _text(tail))
+
+    async def _stop(self, proc: asyncio.subprocess.Process) -> None:
+        """SIGTERM, then SIGKILL after the grace period; returns once the child has exited."""
+        if proc.returncode is not None:
+            return
+        _send(proc, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), self._grace_s)
+        except TimeoutError:
+            pass
+        finally:
+            if proc.returncode is None:
+                _send(proc, signal.SIGKILL)
+                await proc.wait()
+
+
+def probe(path: Path) -> SourceInfo:
+    """Size, duration, audio and frame rate from the container headers (no decoding)."""
+    import av
+
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.video:
+                raise TranscodeFailed("the source has no video stream")
+            video = container.streams.video[0]
+            if container.duration:
+                duration = container.duration / 1_000_000
+            elif video.duration and video.time_base:
+                duration = float(video.duration * video.time_base)
+            else:
+                raise TranscodeFailed("the source has no known duration")
+            rate = video.average_rate or video.guessed_rate
+            return SourceInfo(
+                width=video.codec_context.width, height=video.codec_context.height, duration_s=duration,
+                has_audio=bool(container.streams.audio), fps=float(rate) if rate else 0.0,
+            )
+    except (av.FFmpegError, ValueError) as e:
+        raise TranscodeFailed("the source is not a readable video", str(e)) from e
+
+
+async def _collect(stream: asyncio.StreamReader | None, tail: deque[str]) -> None:
+    assert stream is not None
+    async for line in stream:
+        tail.append(line.decode(errors="replace").rstrip())
+
+
+def _counter(line: bytes) -> tuple[str, int]:
+    """("frame" or "out_time_us", value) from a -progress line, else ("", 0)."""
+    key, _, value = line.decode(errors="replace").strip().partition("=")
+    if key in ("frame", "out_time_us") and value.lstrip("-").isdigit():
+        return key, int(value)
+    return "", 0
+
+
+def _send(proc: asyncio.subprocess.Process, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(sig)
+
+
+def _text(tail: deque[str]) -> str:
+    return "\n".join(tail)
