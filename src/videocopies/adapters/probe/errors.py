@@ -1,0 +1,42 @@
+"""Why a file was refused: as a source (not a video, unusable, corrupt) or as a rendered copy."""
+
+from __future__ import annotations
+
+import attrs
+
+from videocopies.application.errors import ApplicationError
+
+
+@attrs.define
+class MediaRejected(ApplicationError):
+    """A file we cannot work with; `reason` is one line a user or an operator can read."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}: {self.reason}"
+
+
+@attrs.define
+class NotAVideo(MediaRejected):
+    """Empty, unrecognised, a still image, audio only, or a single frame."""
+
+
+@attrs.define
+class InvalidMedia(MediaRejected):
+    """Looks like a video but is unusable: index missing, absurd size, no duration, too big."""
+
+
+@attrs.define
+class CorruptMedia(MediaRejected):
+    """The container opens, but the data is cut short or does not decode."""
+
+
+@attrs.define
+class ProbeTimedOut(MediaRejected):
+    """Decoding took longer than the time budget allows."""
+
+
+@attrs.define
+class CopyRejected(MediaRejected):
+    """A rendered copy failed verification; the copy must not be delivered."""

@@ -1,0 +1,66 @@
+"""Pure rules: which sources we accept, and when a rendered copy matches its source."""
+
+from __future__ import annotations
+
+import attrs
+
+from videocopies.adapters.probe.errors import CopyRejected, InvalidMedia, NotAVideo
+from videocopies.application.ports import ProbeResult
+
+
+@attrs.frozen
+class Limits:
+    """What a source may be; sides are checked on the coded frame, before any decoding."""
+
+    min_side: int = 16
+    max_side: int = 4096
+    max_bytes: int | None = None
+
+
+@attrs.frozen
+class CopyTolerance:
+    """How far a copy may drift from its source. A 4:2:0 encode rounds odd sides to even,
+    hence one pixel; AAC priming and frame rounding move the duration a little."""
+
+    duration_s: float = 0.12
+    duration_ratio: float = 0.02
+    size_px: int = 1
+
+
+def check_dimensions(width: int, height: int, limits: Limits) -> None:
+    if not (limits.min_side <= width <= limits.max_side and limits.min_side <= height <= limits.max_side):
+        raise InvalidMedia(
+            f"absurd dimensions {width}×{height}: each side must be {limits.min_side}–{limits.max_side} px"
+        )
+
+
+def check_timing(duration_s: float | None, frames: int) -> float:
+    """A video has a positive duration and at least two frames; one frame is a still image."""
+    if frames == 0:
+        raise InvalidMedia("the video stream holds no frames")
+    if frames == 1:
+        raise NotAVideo("a single frame: a still image, not a video")
+    if duration_s is None or duration_s <= 0:
+        raise InvalidMedia("zero duration")
+    return duration_s
+
+
+def check_copy(source: ProbeResult, copy: ProbeResult, speed: float, tolerance: CopyTolerance) -> None:
+    """A copy keeps the source's streams and size, and lasts the source's duration / speed."""
+    if speed <= 0:
+        raise ValueError(f"speed must be positive, got {speed}")
+    problems = []
+    if copy.frames <= 0:
+        problems.append("no video frames")
+    if source.has_audio and not copy.has_audio:
+        problems.append("audio track missing")
+    if copy.has_audio and not source.has_audio:
+        problems.append("audio track the source does not have")
+    if abs(copy.width - source.width) > tolerance.size_px or abs(copy.height - source.height) > tolerance.size_px:
+        problems.append(f"size {copy.width}×{copy.height}, expected {source.width}×{source.height}")
+    expected = source.duration_s / speed
+    allowed = max(tolerance.duration_s, tolerance.duration_ratio * expected)
+    if abs(copy.duration_s - expected) > allowed:
+        problems.append(f"duration {copy.duration_s:.3f} s, expected {expected:.3f} s ± {allowed:.3f} s")
+    if problems:
+        raise CopyRejected("; ".join(problems))
