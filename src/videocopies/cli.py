@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+from pathlib import Path
 
 
 def _database_url(args: argparse.Namespace) -> str:
@@ -52,6 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     capacity = db_actions.add_parser("capacity", help="set the number of capacity slots")
     capacity.add_argument("slots", type=int)
     commands.add_parser("core", help="run the core role")
+    copies = commands.add_parser("copies", help="make copies of a video locally")
+    copies_actions = copies.add_subparsers(dest="action", required=True)
+    make = copies_actions.add_parser("make", help="the whole path on the embedded defaults")
+    make.add_argument("input", type=Path)
+    make.add_argument("-n", "--copies", type=int, default=1)
+    make.add_argument("-o", "--out", type=Path, required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)
@@ -61,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         return demo()
     if args.command == "db":
         return _db(args)
+    if args.command == "copies":
+        from videocopies.roles.copies_make import make_copies
+
+        return make_copies(args.input, args.copies, args.out)
     if args.command == "core":
         from videocopies.roles.core import main as core
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import tempfile
 from datetime import timedelta
+from pathlib import Path
 
 from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
@@ -122,5 +124,16 @@ class Demo:
         return 0 if ok else 1
 
 
-def main() -> int:
-    return asyncio.run(Demo().run())
+def main(out: Path = Path("var/demo-copies")) -> int:
+    """The seed walk on the in-memory adapters, then five real copies of a generated clip."""
+    if (status := asyncio.run(Demo().run())) != 0:
+        return status
+    from videocopies.adapters.ffmpeg.clips import make_clip
+    from videocopies.roles.copies_make import make_copies
+
+    print("\nNow for real: PostgreSQL, the queue, a worker, FFmpeg, full-decode checks, storage.")
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        clip = make_clip(Path(scratch) / "demo.mp4", seconds=3, width=720, height=1280)
+        print(f"generated a 3 s 720x1280 clip ({clip.stat().st_size} bytes); making 5 copies into {out}/")
+        return make_copies(clip, 5, out)

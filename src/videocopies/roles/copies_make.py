@@ -1,0 +1,130 @@
+"""`videocopies copies make INPUT -n N -o DIR`: the whole path on the embedded defaults.
+
+A private PostgreSQL, the queue, one in-process worker, FFmpeg, full-decode verification
+and a local object store; the copies and `report.json` land in DIR. A bad input is refused
+with one line before anything is started, and nothing is left behind either way.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import uvloop
+
+from videocopies.adapters.ffmpeg import FfmpegTranscoder
+from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk
+from videocopies.adapters.objectstore import FilesystemObjectStore
+from videocopies.adapters.postgres import migrate
+from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.adapters.probe import Limits, MediaRejected, PyAvProber
+from videocopies.application import use_cases as uc
+from videocopies.application.worker import Worker, WorkerSettings
+from videocopies.domain.coins import LotKind
+from videocopies.domain.effects import EffectsPlan
+from videocopies.domain.orders import OrderState
+from videocopies.domain.shared import UserId, WorkerId
+from videocopies.roles.containers import PostgresService
+from videocopies.settings import DEFAULT_TARIFF, Settings
+
+LOCAL_USER = UserId(1)
+MAX_INPUT_BYTES = 2 * 1024**3
+
+
+class TimedTranscoder:
+    """Records how long each copy took to render, for the report."""
+
+    def __init__(self, inner: FfmpegTranscoder) -> None:
+        self._inner = inner
+        self.seconds: dict[int, float] = {}
+
+    async def render(self, plan: EffectsPlan, source: Path, target: Path) -> None:
+        began = time.perf_counter()
+        await self._inner.render(plan, source, target)
+        self.seconds[plan.copy_index] = round(time.perf_counter() - began, 3)
+
+
+async def _make(source: Path, copies: int, out: Path, scratch: Path) -> dict[str, Any]:
+    with LocalPostgres() as pg:  # its own directory, reachable by the server's user, removed on stop
+        url = pg.url("videocopies")
+        migrate.init(url, capacity=10)
+        service = PostgresService(settings=Settings(quote_secret=b"local-copies-make"))
+        service.gateways.config.from_dict({"database_url": url, "pool_size": 4, "direct": True})
+        pool = service.gateways.pool()
+        await pool.open(wait=True)
+        try:
+            cases = service.use_cases
+            store = FilesystemObjectStore(scratch / "objects")
+            key = f"sources/{LOCAL_USER}/{source.name}"
+            await store.put_file(key, source)
+            price = DEFAULT_TARIFF.total(copies)
+            await cases.grant_coins()(uc.GrantCoinsCommand(LOCAL_USER, LotKind.MANUAL, price, timedelta(hours=1)))
+            quote = await cases.quote_order()(uc.QuoteOrderCommand(LOCAL_USER, key, copies, source.stat().st_size))
+            order_id = await cases.confirm_order()(uc.ConfirmOrderCommand(LOCAL_USER, quote.quote_id, quote.token))
+            transcoder = TimedTranscoder(FfmpegTranscoder())
+            worker = Worker(
+                InProcessJobLeases(cases, WorkerId("local")), store, transcoder, PyAvProber(), LocalDisk(),
+                WorkerSettings(WorkerId("local"), scratch / "work", renew_every_s=5.0),
+            )
+            await worker.run_once()
+            async with service.gateways.uow() as uow:
+                order = await uow.orders.get(order_id)
+                job = await uow.jobs.for_order(order_id)
+            if order is None or job is None or order.state is not OrderState.DONE:
+                reason = (job.last_error if job else None) or "the copies could not be made"
+                raise RuntimeError(reason)
+            report = []
+            for index, artifact in sorted(job.checkpoints.items()):
+                name = f"{source.stem}-copy{index + 1}.mp4"
+                await store.get_file(artifact.object_key, out / name)
+                report.append({
+                    "copy": index + 1, "file": name, "effects": job.plans[index].to_dict(),
+                    "sha256": artifact.sha256, "size": artifact.size, "duration_s": round(artifact.duration_s, 3),
+                    "width": artifact.width, "height": artifact.height,
+                    "render_seconds": transcoder.seconds.get(index),
+                })
+            return {"source": source.name, "copies": report}
+        finally:
+            await pool.close()
+
+
+def make_copies(source: Path, copies: int, out: Path) -> int:
+    if copies not in DEFAULT_TARIFF.offered:
+        print(f"videocopies copies make: -n must be one of {', '.join(map(str, DEFAULT_TARIFF.offered))}",
+              file=sys.stderr)
+        return 2
+    if not source.is_file():
+        print(f"videocopies copies make: {source}: no such file", file=sys.stderr)
+        return 2
+    try:
+        uvloop.run(PyAvProber(budget_s=120, limits=Limits(max_bytes=MAX_INPUT_BYTES)).probe(source, full_decode=True))
+    except MediaRejected as rejected:
+        print(f"videocopies copies make: {source.name}: {rejected.reason}", file=sys.stderr)
+        return 2
+    created_out = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    before = set(out.iterdir())
+    scratch = Path(tempfile.mkdtemp(prefix="videocopies-make-"))
+    try:
+        report = uvloop.run(_make(source, copies, out, scratch))
+        (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    except Exception as failure:  # noqa: BLE001 - one line for the user, nothing left behind
+        for path in set(out.iterdir()) - before:
+            path.unlink(missing_ok=True)
+        if created_out:
+            shutil.rmtree(out, ignore_errors=True)
+        print(f"videocopies copies make: {source.name}: {failure}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    for item in report["copies"]:
+        print(f"copy {item['copy']}: {item['file']}  {item['size']} bytes  sha256 {item['sha256'][:16]}…  "
+              f"rendered in {item['render_seconds']} s")
+    print(f"report: {out / 'report.json'}")
+    return 0
