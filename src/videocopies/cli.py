@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     capacity = db_actions.add_parser("capacity", help="set the number of capacity slots")
     capacity.add_argument("slots", type=int)
     commands.add_parser("core", help="run the core role")
+    commands.add_parser("worker", help="run a worker (renders copies)")
     copies = commands.add_parser("copies", help="make copies of a video locally")
     copies_actions = copies.add_subparsers(dest="action", required=True)
     make = copies_actions.add_parser("make", help="the whole path on the embedded defaults")
@@ -72,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         from videocopies.roles.copies_make import make_copies
 
         return make_copies(args.input, args.copies, args.out)
+    if args.command == "worker":
+        from videocopies.roles.worker import main as worker
+
+        return worker(_database_url(args))
     if args.command == "core":
         from videocopies.roles.core import main as core
 

@@ -124,6 +124,11 @@ class Worker:
     ) -> None:
         self._leases, self._store, self._transcoder = leases, store, transcoder
         self._prober, self._disk, self._settings = prober, disk, settings
+        self._stopping = asyncio.Event()
+
+    def stop(self) -> None:
+        """Shut down: the job in hand is stopped, given back for another worker, cleaned up."""
+        self._stopping.set()
 
     @property
     def home(self) -> Path:
@@ -164,6 +169,8 @@ class Worker:
                 return "cancelled"
             if outcome["why"] == "lease_lost":
                 return "lease_lost"  # someone else owns the job now: write nothing
+            if outcome["why"] == "shutdown":
+                return await self._finish(job, "failed", reason="the worker was stopped", retryable=True)
             raise
         except LeaseLost:
             return "lease_lost"
@@ -194,9 +201,15 @@ class Worker:
         self, job: ClaimedJob, render: asyncio.Task[None], stop: asyncio.Event, outcome: dict[str, str]
     ) -> None:
         while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self._settings.renew_every_s)
+            waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._stopping.wait())]
+            await asyncio.wait(waits, timeout=self._settings.renew_every_s, return_when=asyncio.FIRST_COMPLETED)
+            for waiting in waits:
+                waiting.cancel()
             if stop.is_set():
+                return
+            if self._stopping.is_set():
+                outcome["why"] = "shutdown"
+                render.cancel()
                 return
             try:
                 cancel = await self._leases.renew(job.job_id, job.token)

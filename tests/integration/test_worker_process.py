@@ -1,0 +1,158 @@
+"""The worker as a real process: SIGTERM gives the job back and leaves nothing; SIGKILL
+after the first copy, then a restart, renders only the missing copies with the same plans
+and leaves the first copy's object untouched."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+from dependency_injector import providers
+from media import make_clip
+
+from videocopies.adapters.memory import ManualClock
+from videocopies.adapters.objectstore import FilesystemObjectStore
+from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.application import use_cases as uc
+from videocopies.domain.coins import LotKind
+from videocopies.domain.shared import UserId
+from videocopies.roles.containers import PostgresService
+from videocopies.settings import Settings
+
+SECRET = "process-secret"
+
+
+async def _order(url: str, store_dir: Path, clip: Path) -> str:
+    service = PostgresService(settings=Settings(quote_secret=SECRET.encode()))
+    service.gateways.config.from_dict({"database_url": url, "pool_size": 2})
+    service.gateways.clock.override(providers.Object(ManualClock(datetime.now(UTC))))
+    pool = service.gateways.pool()
+    await pool.open(wait=True)
+    try:
+        key = "sources/1/clip.mp4"
+        await FilesystemObjectStore(store_dir).put_file(key, clip)
+        cases = service.use_cases
+        await cases.grant_coins()(uc.GrantCoinsCommand(UserId(1), LotKind.START, 50, timedelta(days=1)))
+        quote = await cases.quote_order()(uc.QuoteOrderCommand(UserId(1), key, 5, clip.stat().st_size))
+        return await cases.confirm_order()(uc.ConfirmOrderCommand(UserId(1), quote.quote_id, quote.token))
+    finally:
+        await pool.close()
+
+
+def _worker(url: str, tmp: Path, worker_id: str, ttl_s: float = 30) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ, "VIDEOCOPIES_QUOTE_SECRET": SECRET, "VIDEOCOPIES_DATABASE_URL": url,
+        "VIDEOCOPIES_WORKER_ID": worker_id, "VIDEOCOPIES_WORK_DIR": str(tmp / "work"),
+        "VIDEOCOPIES_STORE_DIR": str(tmp / "objects"), "VIDEOCOPIES_LEASE_TTL_S": str(ttl_s),
+    }
+    return subprocess.Popen([sys.executable, "-m", "videocopies.cli", "worker"], env=env, stderr=subprocess.PIPE)
+
+
+def _query(url: str, sql: str, *args: object) -> list[tuple]:
+    with psycopg.connect(url) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def _wait_for(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def _ffmpeg_children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _processes_using(path: Path) -> list[int]:
+    """Live processes whose command line mentions `path` (an FFmpeg left behind would)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(path).encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file()] if root.exists() else []
+
+
+@pytest.fixture
+def clip(tmp_path: Path) -> Path:
+    return make_clip(tmp_path / "clip.mp4", seconds=6, width=540, height=960)
+
+
+def test_sigterm_gives_the_job_back_and_leaves_nothing(
+    pg_server: LocalPostgres, database: str, tmp_path: Path, clip: Path
+) -> None:
+    url = pg_server.url(database)
+    asyncio.run(_order(url, tmp_path / "objects", clip))
+    worker = _worker(url, tmp_path, "w-term")
+    try:
+        _wait_for(lambda: _query(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
+        _wait_for(lambda: bool(_ffmpeg_children_of(worker.pid)), timeout=20)
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=30)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == 0, err.decode()
+    (state, attempts, error), = _query(url, "SELECT state, attempts, last_error FROM jobs")
+    assert (state, attempts) == ("queued", 1) and "stopped" in error
+    assert _files(tmp_path / "work") == []
+    assert _processes_using(tmp_path / "work") == []
+
+
+def test_sigkill_then_restart_renders_only_the_missing_copies(
+    pg_server: LocalPostgres, database: str, tmp_path: Path, clip: Path
+) -> None:
+    url = pg_server.url(database)
+    order_id = asyncio.run(_order(url, tmp_path / "objects", clip))
+    plans_before = _query(url, "SELECT plans FROM jobs")[0][0]
+    first = _worker(url, tmp_path, "w-kill", ttl_s=3)
+    try:
+        _wait_for(lambda: _query(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
+        first.kill()
+        first.wait(timeout=10)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    time.sleep(0.5)
+    kept = {key: (tmp_path / "objects" / key).read_bytes()
+            for (key,) in _query(url, "SELECT object_key FROM job_checkpoints")}
+    assert _files(tmp_path / "work")  # the killed worker left its directory behind
+    second = _worker(url, tmp_path, "w-kill", ttl_s=3)  # same id: it cleans up after itself first
+    try:
+        _wait_for(lambda: _query(url, "SELECT state FROM orders WHERE order_id = %s", order_id)[0][0] == "done",
+                  timeout=90)
+    finally:
+        second.send_signal(signal.SIGTERM)
+        second.communicate(timeout=30)
+    rows = _query(url, "SELECT idx, object_key FROM job_checkpoints ORDER BY idx")
+    assert [idx for idx, _ in rows] == [0, 1, 2, 3, 4]
+    assert all((tmp_path / "objects" / key).read_bytes() == data for key, data in kept.items())
+    (plans_after, attempts), = _query(url, "SELECT plans, attempts FROM jobs")
+    assert plans_after == plans_before and attempts == 2
+    assert _files(tmp_path / "work") == []
+    assert _processes_using(tmp_path / "work") == []
