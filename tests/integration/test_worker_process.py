@@ -133,8 +133,11 @@ def test_sigkill_then_restart_renders_only_the_missing_copies(
     first = _worker(url, tmp_path, "w-kill", ttl_s=3)
     try:
         _wait_for(lambda: _query(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
+        children = _ffmpeg_children_of(first.pid)
         first.kill()
         first.wait(timeout=10)
+        # FFmpeg dies with its worker instead of writing on into the directory.
+        _wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in children), timeout=5)
     finally:
         if first.poll() is None:
             first.kill()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import signal
+import sys
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -82,6 +84,7 @@ class FfmpegTranscoder:
         proc = await asyncio.create_subprocess_exec(
             self._binary, *args,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            preexec_fn=_die_with_parent,
         )
         tail: deque[str] = deque(maxlen=STDERR_LINES)
         drain = asyncio.create_task(_collect(proc.stderr, tail))
@@ -179,6 +182,14 @@ def _counter(line: bytes) -> tuple[str, int]:
     if key in ("frame", "out_time_us") and value.lstrip("-").isdigit():
         return key, int(value)
     return "", 0
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: a worker killed with SIGKILL takes its FFmpeg along (Linux),
+    so nothing keeps writing into a directory the restarted worker is about to remove."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _send(proc: asyncio.subprocess.Process, sig: signal.Signals) -> None:
