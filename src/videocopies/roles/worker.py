@@ -20,7 +20,7 @@ import uvloop
 
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
 from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk
-from videocopies.adapters.objectstore import FilesystemObjectStore, S3ObjectStore
+from videocopies.adapters.objectstore import FilesystemObjectStore
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.probe import PyAvProber
 from videocopies.application.ports import ObjectStore
@@ -34,6 +34,8 @@ log = logging.getLogger("videocopies.worker")
 
 def object_store(env: dict[str, str]) -> ObjectStore:
     if endpoint := env.get("VIDEOCOPIES_S3_ENDPOINT"):
+        from videocopies.adapters.objectstore.s3 import S3ObjectStore
+
         return S3ObjectStore(
             env["VIDEOCOPIES_S3_BUCKET"], endpoint, env["VIDEOCOPIES_S3_ACCESS_KEY"], env["VIDEOCOPIES_S3_SECRET_KEY"]
         )

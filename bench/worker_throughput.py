@@ -1,0 +1,217 @@
+"""Benchmark: copies per minute through the whole pipeline, against plain FFmpeg doing the
+same work with the same parallelism.
+
+The pipeline: 20 clips (720x1280, 3 s, 25 fps), one copy each, confirmed through the
+application layer and served by 1, 2, 3 and 4 `videocopies worker` processes. Each job
+goes through the queue, the lease, download from the store, FFmpeg, full-decode
+verification, upload and checkpoint. The baseline: a plain loop with the same parallelism
+that runs the identical FFmpeg command and the identical full decode for each copy.
+Then one order of 5 copies measures when the first copy is ready against the whole order.
+
+Prints one JSON line.
+
+    uv run python bench/worker_throughput.py [--clips 20] [--max-workers 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import uvloop
+from _support import emit, server
+from dependency_injector import providers
+
+from videocopies.adapters.ffmpeg.binary import ffmpeg_binary
+from videocopies.adapters.ffmpeg.clips import make_clip
+from videocopies.adapters.ffmpeg.render import ffmpeg_args
+from videocopies.adapters.ffmpeg.transcoder import probe as probe_source
+from videocopies.adapters.memory import ManualClock
+from videocopies.adapters.objectstore import FilesystemObjectStore
+from videocopies.adapters.postgres import migrate
+from videocopies.adapters.probe import PyAvProber
+from videocopies.application import use_cases as uc
+from videocopies.domain.coins import LotKind
+from videocopies.domain.effects import plan_copies
+from videocopies.domain.shared import UserId
+from videocopies.roles.containers import PostgresService
+from videocopies.settings import Settings
+
+SECRET = "bench-worker"
+
+
+def _peak_rss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class FfmpegRssSampler(threading.Thread):
+    """Samples the resident size of every running ffmpeg, keeping the peak."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak_mib = 0.0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            for entry in Path("/proc").iterdir():
+                if entry.name.isdigit():
+                    try:
+                        if b"ffmpeg" in (entry / "cmdline").read_bytes().split(b"\0")[0]:
+                            self.peak_mib = max(self.peak_mib, _peak_rss_mib(int(entry.name)))
+                    except OSError:
+                        continue
+            time.sleep(0.05)
+
+
+async def _orders(url: str, store_dir: Path, clip: Path, orders: int, copies: int) -> list[str]:
+    service = PostgresService(settings=Settings(quote_secret=SECRET.encode()))
+    service.gateways.config.from_dict({"database_url": url, "pool_size": 2})
+    service.gateways.clock.override(providers.Object(ManualClock(datetime.now(UTC))))
+    notifier = service.gateways.notifier()
+    await notifier.start()
+    pool = service.gateways.pool()
+    await pool.open(wait=True)
+    try:
+        cases, store, ids = service.use_cases, FilesystemObjectStore(store_dir), []
+        for n in range(orders):
+            user, key = UserId(n + 1), f"sources/{n + 1}/clip.mp4"
+            await store.put_file(key, clip)
+            await cases.grant_coins()(uc.GrantCoinsCommand(user, LotKind.MANUAL, 100, timedelta(days=1)))
+            quote = await cases.quote_order()(uc.QuoteOrderCommand(user, key, copies, clip.stat().st_size))
+            ids.append(await cases.confirm_order()(uc.ConfirmOrderCommand(user, quote.quote_id, quote.token)))
+        return ids
+    finally:
+        await pool.close()
+        await notifier.stop()
+
+
+def _start_workers(url: str, count: int, tmp: Path) -> list[subprocess.Popen[bytes]]:
+    env = {**os.environ, "VIDEOCOPIES_QUOTE_SECRET": SECRET, "VIDEOCOPIES_DATABASE_URL": url,
+           "VIDEOCOPIES_WORK_DIR": str(tmp / "work"), "VIDEOCOPIES_STORE_DIR": str(tmp / "objects")}
+    workers = [
+        subprocess.Popen([sys.executable, "-m", "videocopies.cli", "worker"],
+                         env={**env, "VIDEOCOPIES_WORKER_ID": f"bench-{i}"}, stderr=subprocess.DEVNULL)
+        for i in range(count)
+    ]
+    time.sleep(3.0)  # imports and pool start, before the clock runs
+    return workers
+
+
+def _stop(workers: list[subprocess.Popen[bytes]]) -> float:
+    peak = max(_peak_rss_mib(w.pid) for w in workers)
+    for w in workers:
+        w.send_signal(signal.SIGTERM)
+    for w in workers:
+        w.wait(timeout=60)
+    return peak
+
+
+def _count(url: str, sql: str) -> int:
+    with psycopg.connect(url) as conn:
+        return int(conn.execute(sql).fetchone()[0])
+
+
+def pipeline(pg: Any, clip: Path, clips: int, workers: int, tmp: Path) -> dict[str, float]:
+    name = f"pipeline_{workers}"
+    if pg.database_exists(name):
+        pg.drop_database(name)
+    url = pg.url(name)
+    migrate.init(url, capacity=1000)
+    running = _start_workers(url, workers, tmp)
+    began = time.perf_counter()
+    uvloop.run(_orders(url, tmp / "objects", clip, clips, 1))
+    while _count(url, "SELECT count(*) FROM orders WHERE state = 'done'") < clips:
+        time.sleep(0.05)
+    seconds = time.perf_counter() - began
+    return {"seconds": seconds, "worker_rss_mib": _stop(running)}
+
+
+def _plain_copy(args: tuple[str, int, str]) -> None:
+    """What one job is, without the machinery: the same FFmpeg command and the same full decode."""
+    source, seed, target = args
+    plan = plan_copies(seed, 1)[0]
+    info = probe_source(Path(source))
+    subprocess.run([ffmpeg_binary(), *ffmpeg_args(plan, info, Path(source), Path(target))],
+                   check=True, capture_output=True)
+    PyAvProber().probe_blocking(Path(target), full_decode=True)
+    os.unlink(target)
+
+
+def plain(clip: Path, clips: int, workers: int, tmp: Path) -> float:
+    jobs = [(str(clip), n, str(tmp / f"plain-{n}.mp4")) for n in range(clips)]
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        list(pool.map(_plain_copy, jobs[:workers]))  # warm the processes, untimed
+        began = time.perf_counter()
+        list(pool.map(_plain_copy, jobs))
+        return time.perf_counter() - began
+
+
+def one_order_of_five(pg: Any, clip: Path, workers: int, tmp: Path) -> dict[str, float]:
+    url = pg.url("five")
+    if pg.database_exists("five"):
+        pg.drop_database("five")
+    migrate.init(url, capacity=10)
+    running = _start_workers(url, workers, tmp)
+    began = time.perf_counter()
+    uvloop.run(_orders(url, tmp / "objects", clip, 1, 5))
+    first = None
+    while _count(url, "SELECT count(*) FROM orders WHERE state = 'done'") < 1:
+        if first is None and _count(url, "SELECT count(*) FROM job_checkpoints") >= 1:
+            first = time.perf_counter() - began
+        time.sleep(0.02)
+    total = time.perf_counter() - began
+    _stop(running)
+    return {"first_copy_s": round(first or total, 2), "total_s": round(total, 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--clips", type=int, default=20)
+    parser.add_argument("--max-workers", type=int, default=4)
+    args = parser.parse_args()
+    runs = []
+    sampler = FfmpegRssSampler()
+    sampler.start()
+    with server() as pg, tempfile.TemporaryDirectory(prefix="videocopies-bench-") as scratch:
+        tmp = Path(scratch)
+        clip = make_clip(tmp / "clip.mp4", seconds=3, width=720, height=1280, fps=25)
+        for workers in range(1, args.max_workers + 1):
+            measured = pipeline(pg, clip, args.clips, workers, tmp)
+            raw = plain(clip, args.clips, workers, tmp)
+            runs.append({
+                "workers": workers,
+                "jobs_per_min": round(args.clips / measured["seconds"] * 60, 1),
+                "raw_jobs_per_min": round(args.clips / raw * 60, 1),
+                "ratio_to_raw": round(raw / measured["seconds"], 3),
+                "worker_rss_mib": round(measured["worker_rss_mib"], 1),
+            })
+            print(runs[-1], file=sys.stderr, flush=True)
+        best = max(runs, key=lambda r: r["jobs_per_min"])
+        five = one_order_of_five(pg, clip, best["workers"], tmp)
+    sampler.done.set()
+    emit({"bench": "worker_throughput", **best, "ffmpeg_rss_mib": round(sampler.peak_mib, 1),
+          **five, "runs": runs})
+
+
+if __name__ == "__main__":
+    main()
