@@ -218,4 +218,4 @@ async def test_a_restarted_worker_removes_what_its_killed_predecessor_left(rig: 
 
 def test_the_disk_budget_covers_the_source_and_two_copies_with_margin() -> None:
     settings = WorkerSettings(WorkerId("w"), Path("/nonexistent"))
-    assert disk_needed(100, 5, settings) == int((100 + 2 * 130) * 1.5)
+    assert disk_needed(100, 5, settings) == int((100 + 2 * 220) * 1.5)
