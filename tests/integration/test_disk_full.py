@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from dependency_injector import providers
-from media import make_clip
 
+from media import make_clip
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
 from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk
 from videocopies.adapters.memory import ManualClock

@@ -16,8 +16,8 @@ from pathlib import Path
 import psycopg
 import pytest
 from dependency_injector import providers
-from media import make_clip
 
+from media import make_clip
 from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.objectstore import FilesystemObjectStore
 from videocopies.adapters.postgres.cluster import LocalPostgres

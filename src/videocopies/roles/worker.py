@@ -15,18 +15,23 @@ import signal
 import socket
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import uvloop
 
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
+from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
 from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk
 from videocopies.adapters.objectstore import FilesystemObjectStore
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.probe import PyAvProber
+from videocopies.adapters.postgres.notifier import PostgresNotifier
+from videocopies.adapters.postgres.pool import make_pool
+from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
+from videocopies.adapters.system import RandomIds, SystemClock
+from videocopies.application import use_cases as uc
 from videocopies.application.ports import ObjectStore
 from videocopies.application.worker import Worker, WorkerSettings
 from videocopies.domain.shared import WorkerId
-from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 
 log = logging.getLogger("videocopies.worker")
@@ -44,25 +49,41 @@ def object_store(env: dict[str, str]) -> ObjectStore:
     raise SystemExit("videocopies worker: set VIDEOCOPIES_STORE_DIR or the VIDEOCOPIES_S3_* settings")
 
 
+def _use_cases(pool: object, settings: Settings, listen_url: str) -> tuple[SimpleNamespace, PostgresNotifier]:
+    """Only what a worker calls, wired by hand: the declarative containers import
+    dependency-injector's wiring, which loads FastAPI, and a worker must stay small."""
+    clock, ids, notifier = SystemClock(), RandomIds(), PostgresNotifier(listen_url)
+
+    def uow() -> PostgresUnitOfWork:
+        return PostgresUnitOfWork(pool)  # type: ignore[arg-type]
+
+    cases = SimpleNamespace(
+        claim_job=uc.ClaimJob(uow, clock, ids, settings.lease_ttl),
+        renew_lease=uc.RenewLease(uow, clock, settings.lease_ttl),
+        checkpoint_copy=uc.CheckpointCopy(uow, clock),
+        complete_job=uc.CompleteJob(uow, clock),
+        fail_job=uc.FailJob(uow, clock, notifier),
+        acknowledge_cancel=uc.AcknowledgeCancel(uow, clock),
+    )
+    # InProcessJobLeases asks for each use case by calling it, as it would a provider.
+    return SimpleNamespace(**{name: (lambda case=case: case) for name, case in vars(cases).items()}), notifier
+
+
 async def serve(database_url: str, env: dict[str, str]) -> None:
     settings = Settings.from_env(env)
-    service = PostgresService(settings=settings)
-    service.gateways.config.from_dict(
-        {"database_url": database_url, "pool_size": 3, "listen_url": env.get("VIDEOCOPIES_LISTEN_URL")}
-    )
+    pool = make_pool(database_url, min_size=1, max_size=3)
+    cases, notifier = _use_cases(pool, settings, env.get("VIDEOCOPIES_LISTEN_URL") or database_url)
     worker_id = WorkerId(env.get("VIDEOCOPIES_WORKER_ID") or f"{socket.gethostname()}-{os.getpid()}")
     work_root = Path(env.get("VIDEOCOPIES_WORK_DIR", "var/work"))
     renew_every = settings.lease_ttl.total_seconds() / 3
     worker = Worker(
-        InProcessJobLeases(service.use_cases, worker_id), object_store(env), FfmpegTranscoder(),
-        PyAvProber(thread_type="SLICE"), LocalDisk(), WorkerSettings(worker_id, work_root, renew_every_s=renew_every),
+        InProcessJobLeases(cases, worker_id), object_store(env), FfmpegTranscoder(),
+        FfmpegDecodingProber(), LocalDisk(), WorkerSettings(worker_id, work_root, renew_every_s=renew_every),
     )
     removed = worker.remove_orphans()
     if removed:
         log.info("removed %d leftovers of an earlier run", removed)
-    pool = service.gateways.pool()
     await pool.open(wait=True, timeout=30)
-    notifier = service.gateways.notifier()
     await notifier.start()
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()

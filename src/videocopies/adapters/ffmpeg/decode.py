@@ -1,0 +1,51 @@
+"""Full-decode verification in an FFmpeg child: the header comes from PyAV, the decode of
+every frame from `ffmpeg -f null`, so a decoder's memory (and any crash) stays out of the
+worker's Python process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+import attrs
+
+from videocopies.adapters.ffmpeg.binary import ffmpeg_binary
+from videocopies.adapters.ffmpeg.transcoder import _die_with_parent
+from videocopies.adapters.probe import CorruptMedia, MediaInfo, PyAvProber
+
+
+class FfmpegDecodingProber:
+    def __init__(self, header: PyAvProber | None = None, binary: str | None = None, timeout_s: float = 300.0) -> None:
+        self._header = header or PyAvProber(thread_type="SLICE")
+        self._binary = binary or ffmpeg_binary()
+        self._timeout_s = timeout_s
+
+    async def probe(self, path: Path, full_decode: bool = True) -> MediaInfo:
+        info = await self._header.probe(path, full_decode=False)
+        if not full_decode:
+            return info
+        frames = await self._decode(path)
+        if frames <= 0:
+            raise CorruptMedia("no frame could be decoded")
+        return attrs.evolve(info, frames=frames, decoded=True)
+
+    async def _decode(self, path: Path) -> int:
+        proc = await asyncio.create_subprocess_exec(
+            self._binary, "-hide_banner", "-nostdin", "-v", "error", "-xerror", "-i", str(path),
+            "-map", "0:v:0", "-map", "0:a?", "-f", "null", "-", "-progress", "pipe:1", "-nostats",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, preexec_fn=_die_with_parent,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), self._timeout_s)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            raise
+        problems = err.decode(errors="replace").strip()
+        if proc.returncode != 0 or problems:
+            last = problems.splitlines()[-1] if problems else f"ffmpeg exited with {proc.returncode}"
+            raise CorruptMedia(f"decoding failed: {last}")
+        frames = [line for line in out.decode().splitlines() if line.startswith("frame=")]
+        return int(frames[-1].split("=", 1)[1]) if frames else 0
