@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import attrs
 
 
@@ -33,3 +35,12 @@ class ServiceBusy(ApplicationError):
     """Every capacity slot is taken: the order is refused now, nothing is reserved."""
 
     order_id: str
+
+
+@attrs.define
+class UnusableMedia(ApplicationError):
+    """A media file refused by a prober. `permanent` when the file itself is the problem
+    (retrying elsewhere cannot help); not when, say, probing ran out of time."""
+
+    reason: str
+    permanent: ClassVar[bool] = True

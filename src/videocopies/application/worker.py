@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from videocopies.application.errors import UnusableMedia
 from videocopies.application.ports import ObjectStore, Prober, ProbeResult, Transcoder
 from videocopies.application.use_cases import ClaimedJob
 from videocopies.domain.effects import EffectsPlan
@@ -232,8 +233,10 @@ class Worker:
             raise NotEnoughDisk(needed, free)
         try:
             original = await self._prober.probe(source, full_decode=False)
-        except Exception as error:  # noqa: BLE001 - the prober's own errors name the problem
-            raise BadSource(str(error)) from error
+        except UnusableMedia as refused:
+            if refused.permanent:
+                raise BadSource(refused.reason) from refused
+            raise
         for index, plan in job.remaining:
             target = workdir / f"copy-{index}.mp4"
             await self._transcoder.render(plan, source, target)

@@ -13,6 +13,7 @@ import pytest
 from videocopies.adapters.inprocess import InProcessJobLeases
 from videocopies.adapters.memory.objectstore import InMemoryObjectStore
 from videocopies.application import use_cases as uc
+from videocopies.application.errors import UnusableMedia
 from videocopies.application.ports import ProbeResult
 from videocopies.application.worker import Worker, WorkerSettings, disk_needed
 from videocopies.domain.coins import LotKind
@@ -50,11 +51,17 @@ class ScriptedProber:
     async def probe(self, path: Path, full_decode: bool = True) -> ProbeResult:
         text = path.read_text()
         if text == "not a video":
-            raise ValueError("no video stream")
+            raise UnusableMedia("no video stream")
+        if text == "slow":
+            raise Slow("probing ran out of time")
         if text.startswith("{"):
             speed = json.loads(text)["plan"]["speed"]
             return ProbeResult(3.0 / speed, 720, 1280, True, 75)
         return ProbeResult(3.0, 720, 1280, True, 75)
+
+
+class Slow(UnusableMedia):
+    permanent = False
 
 
 class Disk:
@@ -219,3 +226,12 @@ async def test_a_restarted_worker_removes_what_its_killed_predecessor_left(rig: 
 def test_the_disk_budget_covers_the_source_and_two_copies_with_margin() -> None:
     settings = WorkerSettings(WorkerId("w"), Path("/nonexistent"))
     assert disk_needed(100, 5, settings) == int((100 + 2 * 220) * 1.5)
+
+
+async def test_a_probe_that_ran_out_of_time_is_retried_not_failed(rig: Rig) -> None:
+    rig.objects.objects[SOURCE] = b"slow"
+    order_id = await rig.order(5)
+    assert await rig.worker().run_once()
+    job = next(iter(rig.store.jobs.values()))
+    assert job.state is JobState.QUEUED and rig.store.orders[order_id].state is not OrderState.FAILED
+    assert rig.leftovers() == []

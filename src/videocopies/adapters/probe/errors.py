@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import attrs
 
-from videocopies.application.errors import ApplicationError
+from videocopies.application.errors import UnusableMedia
 
 
 @attrs.define
-class MediaRejected(ApplicationError):
+class MediaRejected(UnusableMedia):
     """A file we cannot work with; `reason` is one line a user or an operator can read."""
-
-    reason: str
 
     def __str__(self) -> str:
         return f"{type(self).__name__}: {self.reason}"
@@ -34,7 +32,9 @@ class CorruptMedia(MediaRejected):
 
 @attrs.define
 class ProbeTimedOut(MediaRejected):
-    """Decoding took longer than the time budget allows."""
+    """Decoding took longer than the time budget allows (a busy machine, perhaps: not final)."""
+
+    permanent = False
 
 
 @attrs.define
