@@ -52,7 +52,9 @@ class ClaimJob:
                 for _ in range(3):
                     closed = 0
                     wanted = cmd.limit - len(claimed) + len(seen)
-                    for job in await uow.jobs.claimable(now, wanted, cmd.max_source_bytes):
+                    batch = await uow.jobs.claimable(now, wanted, cmd.max_source_bytes)
+                    await uow.prefetch(orders=[job.order_id for job in batch])  # one round trip
+                    for job in batch:
                         if job.job_id in seen:
                             continue
                         seen.add(job.job_id)
