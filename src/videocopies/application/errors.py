@@ -6,12 +6,13 @@ from typing import ClassVar
 
 import attrs
 
+from videocopies.domain.shared import describe
+
 
 @attrs.define
 class ApplicationError(Exception):
     def __str__(self) -> str:
-        fields = ", ".join(f"{a.name}={getattr(self, a.name)!r}" for a in attrs.fields(type(self)))
-        return f"{type(self).__name__}({fields})"
+        return describe(self)
 
 
 @attrs.define

@@ -20,8 +20,13 @@ class DomainError(Exception):
     """A rule of the domain refused an action; subclasses carry the facts as fields."""
 
     def __str__(self) -> str:
-        fields = ", ".join(f"{a.name}={getattr(self, a.name)!r}" for a in attrs.fields(type(self)))
-        return f"{type(self).__name__}({fields})"
+        return describe(self)
+
+
+def describe(error: Exception) -> str:
+    """An attrs exception as `Name(field=value, ...)`: the facts, for logs and messages."""
+    fields = ", ".join(f"{a.name}={getattr(error, a.name)!r}" for a in attrs.fields(type(error)))
+    return f"{type(error).__name__}({fields})"
 
 
 @attrs.frozen

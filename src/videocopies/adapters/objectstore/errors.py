@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import attrs
 
+from videocopies.domain.shared import describe
+
 
 @attrs.define
 class ObjectStoreError(Exception):
     def __str__(self) -> str:
-        fields = ", ".join(f"{a.name}={getattr(self, a.name)!r}" for a in attrs.fields(type(self)))
-        return f"{type(self).__name__}({fields})"
+        return describe(self)
 
 
 @attrs.define
