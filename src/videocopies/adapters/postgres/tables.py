@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 metadata = MetaData(
     naming_convention={
@@ -240,4 +240,19 @@ capacity_slots = Table(
     # Taking a slot reads only free ones: with thousands of orders in progress, a walk along
     # the primary key would step over every taken slot first.
     Index("ix_capacity_slots_free", "slot_id", postgresql_where=text("order_id IS NULL")),
+)
+
+nodes = Table(
+    "nodes",
+    metadata,
+    # A node's token is "<node_id>.<secret>"; only the secret's SHA-256 is kept.
+    Column("node_id", Text, primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("role", Text, nullable=False),
+    Column("scopes", ARRAY(Text), nullable=False),
+    Column("secret_sha256", Text, nullable=False),
+    _at("created_at"),
+    _at("revoked_at", nullable=True),
+    _at("last_seen_at", nullable=True),
+    Index("ix_nodes_name_live", "name", unique=True, postgresql_where=text("revoked_at IS NULL")),
 )
