@@ -14,7 +14,7 @@ from dependency_injector import providers
 
 from media import make_clip
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
-from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk
+from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk, StoreJobFiles
 from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.objectstore import FilesystemObjectStore
 from videocopies.adapters.probe import PyAvProber
@@ -74,7 +74,7 @@ async def test_a_disk_that_fills_fails_the_job_cleanly_and_gives_it_back(small_d
     work = small_disk / "work"
     transcoder = FillsTheDiskAfterFirstCopy(FfmpegTranscoder(), small_disk)
     worker = Worker(
-        InProcessJobLeases(cases, WorkerId("w")), store, transcoder, PyAvProber(), LocalDisk(),
+        InProcessJobLeases(cases, WorkerId("w")), StoreJobFiles(store), transcoder, PyAvProber(), LocalDisk(),
         WorkerSettings(WorkerId("w"), work, renew_every_s=5.0),
     )
     assert await worker.run_once()

@@ -12,7 +12,7 @@ from dependency_injector import providers
 
 from media import make_clip
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
-from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk
+from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk, StoreJobFiles
 from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.objectstore import FilesystemObjectStore
 from videocopies.adapters.postgres.cluster import LocalPostgres
@@ -48,7 +48,8 @@ async def test_three_copies_rendered_on_real_components(
 
         settings = WorkerSettings(WorkerId("w1"), tmp_path / "work", renew_every_s=1.0)
         worker = Worker(
-            InProcessJobLeases(cases, WorkerId("w1")), store, FfmpegTranscoder(), PyAvProber(), LocalDisk(), settings
+            InProcessJobLeases(cases, WorkerId("w1")), StoreJobFiles(store), FfmpegTranscoder(), PyAvProber(),
+            LocalDisk(), settings,
         )
         assert await worker.run_once()
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from videocopies.application import use_cases as uc
+from videocopies.application.ports import ObjectStore
+from videocopies.application.worker import copy_key
 from videocopies.domain.jobs import CopyArtifact
 from videocopies.domain.shared import JobId, OwnerToken, WorkerId
 
@@ -42,6 +44,21 @@ class InProcessJobLeases:
 
     async def acknowledge_cancel(self, job_id: JobId, token: OwnerToken) -> None:
         await self._cases.acknowledge_cancel()(job_id, token, self._worker)
+
+
+class StoreJobFiles:
+    """A worker with the object store's credentials (one machine, or trusted storage)."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self._store = store
+
+    async def fetch_source(self, job: uc.ClaimedJob, path: Path) -> None:
+        await self._store.get_file(job.source_key, path)
+
+    async def store_copy(self, job: uc.ClaimedJob, index: int, path: Path) -> tuple[str, int, str]:
+        key = copy_key(job.order_id, index, job.token)
+        size, sha256 = await self._store.put_file(key, path)
+        return key, size, sha256
 
 
 class LocalDisk:

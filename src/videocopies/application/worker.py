@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import attrs
 
 from videocopies.application.errors import UnusableMedia
-from videocopies.application.ports import ObjectStore, Prober, ProbeResult, Transcoder
+from videocopies.application.ports import Prober, ProbeResult, Transcoder
 from videocopies.application.use_cases import ClaimedJob
 from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.jobs import CopyArtifact, LeaseLost
@@ -39,6 +39,21 @@ class JobLeases(Protocol):
         self, job_id: JobId, token: OwnerToken, reason: str, retryable: bool, receipt_id: str
     ) -> dict[str, Any]: ...
     async def acknowledge_cancel(self, job_id: JobId, token: OwnerToken) -> None: ...
+
+
+class JobFiles(Protocol):
+    """A held job's objects: its source to read, and a place for each copy. On another
+    machine this goes through URLs core signs for exactly that job's objects."""
+
+    async def fetch_source(self, job: ClaimedJob, path: Path) -> None: ...
+    async def store_copy(self, job: ClaimedJob, index: int, path: Path) -> tuple[str, int, str]:
+        """Store a verified copy; returns its key, size and SHA-256."""
+        ...
+
+
+def copy_key(order_id: str, index: int, token: str) -> str:
+    """A key per owner: a worker that lost its lease can never overwrite a stored copy."""
+    return f"copies/{order_id}/{index}-{token[:12]}.mp4"
 
 
 class DiskSpace(Protocol):
@@ -118,13 +133,13 @@ class Worker:
     def __init__(
         self,
         leases: JobLeases,
-        store: ObjectStore,
+        files: JobFiles,
         transcoder: Transcoder,
         prober: Prober,
         disk: DiskSpace,
         settings: WorkerSettings,
     ) -> None:
-        self._leases, self._store, self._transcoder = leases, store, transcoder
+        self._leases, self._files, self._transcoder = leases, files, transcoder
         self._prober, self._disk, self._settings = prober, disk, settings
         self._stopping = asyncio.Event()
 
@@ -226,7 +241,7 @@ class Worker:
 
     async def _render(self, job: ClaimedJob, workdir: Path) -> None:
         source = workdir / "source"
-        await self._store.get_file(job.source_key, source)
+        await self._files.fetch_source(job, source)
         size = source.stat().st_size
         needed = disk_needed(size, len(job.remaining), self._settings)
         if (free := self._disk.free_bytes(workdir)) < needed:
@@ -242,9 +257,7 @@ class Worker:
             await self._transcoder.render(plan, source, target)
             made = await self._prober.probe(target, full_decode=True)
             check_copy(original, made, plan, index, self._settings.duration_tolerance_s)
-            # A key per owner: a worker that lost its lease can never overwrite a stored copy.
-            key = f"copies/{job.order_id}/{index}-{job.token[:12]}.mp4"
-            stored_size, sha256 = await _not_abandoned(self._store.put_file(key, target))
+            key, stored_size, sha256 = await _not_abandoned(self._files.store_copy(job, index, target))
             target.unlink()
             artifact = CopyArtifact(key, stored_size, sha256, made.duration_s, made.width, made.height)
             await self._leases.checkpoint(job.job_id, job.token, index, artifact)

@@ -19,7 +19,7 @@ from typing import Any
 import uvloop
 
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
-from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk
+from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk, StoreJobFiles
 from videocopies.adapters.objectstore import FilesystemObjectStore
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.cluster import LocalPostgres
@@ -69,7 +69,8 @@ async def _make(source: Path, copies: int, out: Path, scratch: Path) -> dict[str
             order_id = await cases.confirm_order()(uc.ConfirmOrderCommand(LOCAL_USER, quote.quote_id, quote.token))
             transcoder = TimedTranscoder(FfmpegTranscoder())
             worker = Worker(
-                InProcessJobLeases(cases, WorkerId("local")), store, transcoder, PyAvProber(), LocalDisk(),
+                InProcessJobLeases(cases, WorkerId("local")), StoreJobFiles(store), transcoder, PyAvProber(),
+                LocalDisk(),
                 WorkerSettings(WorkerId("local"), scratch / "work", renew_every_s=5.0),
             )
             await worker.run_once()

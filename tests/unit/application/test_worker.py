@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from videocopies.adapters.inprocess import InProcessJobLeases
+from videocopies.adapters.inprocess import InProcessJobLeases, StoreJobFiles
 from videocopies.adapters.memory.objectstore import InMemoryObjectStore
 from videocopies.application import use_cases as uc
 from videocopies.application.errors import UnusableMedia
@@ -87,7 +87,7 @@ class Rig:
     def worker(self, name: str = "w1") -> Worker:
         settings = WorkerSettings(WorkerId(name), self.root, renew_every_s=0.01)
         leases = InProcessJobLeases(self.cases, WorkerId(name))
-        return Worker(leases, self.objects, self.transcoder, ScriptedProber(), self.disk, settings)
+        return Worker(leases, StoreJobFiles(self.objects), self.transcoder, ScriptedProber(), self.disk, settings)
 
     async def order(self, copies: int = 5) -> str:
         await self.cases.grant_coins()(uc.GrantCoinsCommand(USER, LotKind.START, 50, timedelta(days=30)))

@@ -8,9 +8,9 @@ from datetime import datetime
 from videocopies.application.errors import NotFound
 from videocopies.application.ports import OutboxMessage, RefusedWrite, UnitOfWork
 from videocopies.domain.coins import CoinAccount
-from videocopies.domain.jobs import Job, JobState, LeaseLost
+from videocopies.domain.jobs import Job, JobState, LeaseLossReason, LeaseLost
 from videocopies.domain.orders import Order, OrderState
-from videocopies.domain.shared import JobId, OrderId, UserId, WorkerId
+from videocopies.domain.shared import JobId, OrderId, OwnerToken, UserId, WorkerId
 
 UowFactory = Callable[[], UnitOfWork]
 
@@ -22,10 +22,17 @@ async def load_order(uow: UnitOfWork, order_id: OrderId, user_id: UserId | None 
     return order
 
 
-async def load_job(uow: UnitOfWork, job_id: JobId) -> Job:
+async def load_job(
+    uow: UnitOfWork, job_id: JobId, holder: WorkerId | None = None, token: OwnerToken | None = None
+) -> Job:
+    """`holder`: the worker making a lease write. The owner token is the proof of holding;
+    one presented by a worker other than the one it was issued to was stolen, and refused."""
     job = await uow.jobs.get(job_id)
     if job is None:
         raise NotFound("job", str(job_id))
+    lease = job.lease
+    if holder is not None and lease is not None and lease.token == token and lease.worker_id != holder:
+        raise LeaseLost(job.job_id, LeaseLossReason.NOT_OWNER)
     return job
 
 

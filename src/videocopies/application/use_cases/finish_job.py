@@ -42,7 +42,7 @@ class CompleteJob:
             async with self._uow() as uow:
                 if (receipt := await uow.receipts.get(cmd.receipt_id)) is not None:
                     return dict(receipt.replay(cmd.request()))
-                job = await load_job(uow, cmd.job_id)
+                job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
                 job.complete(cmd.token, now)
                 await close_order_for_job(uow, job, now)
                 result = {"job_id": job.job_id, "state": job.state.value, "copies": job.copies}
@@ -83,7 +83,7 @@ class FailJob:
             async with self._uow() as uow:
                 if (receipt := await uow.receipts.get(cmd.receipt_id)) is not None:
                     return dict(receipt.replay(cmd.request()))
-                job = await load_job(uow, cmd.job_id)
+                job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
                 state = job.fail(cmd.token, now, cmd.reason, cmd.retryable)
                 await close_order_for_job(uow, job, now)
                 result = {"job_id": job.job_id, "state": state.value, "attempts": job.attempts}
@@ -108,7 +108,7 @@ class AcknowledgeCancel:
         now = self._clock.now()
         try:
             async with self._uow() as uow:
-                job = await load_job(uow, job_id)
+                job = await load_job(uow, job_id, worker_id, token)
                 if not job.acknowledge_cancel(token, now):
                     return  # the same owner's retry: already closed
                 await close_order_for_job(uow, job, now)

@@ -40,7 +40,7 @@ class RenewLease:
         now = self._clock.now()
         try:
             async with self._uow() as uow:
-                job = await load_job(uow, cmd.job_id)
+                job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
                 cancel = job.renew(cmd.token, now, self._ttl)
                 assert job.lease is not None
                 result = RenewResult(job.lease.lease_until, cancel)
@@ -71,7 +71,7 @@ class CheckpointCopy:
         now = self._clock.now()
         try:
             async with self._uow() as uow:
-                job = await load_job(uow, cmd.job_id)
+                job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
                 if not job.checkpoint(cmd.token, now, cmd.index, cmd.artifact):
                     return False
                 order = await load_order(uow, job.order_id)

@@ -13,6 +13,7 @@ class LeaseLossReason(enum.Enum):
     NOT_LEASED = "not_leased"
     STALE_TOKEN = "stale_token"
     EXPIRED = "expired"
+    NOT_OWNER = "not_owner"  # another worker's job: refused even with the right token
 
 
 @attrs.define

@@ -1,0 +1,84 @@
+"""Node identities in PostgreSQL. Adding or revoking a node is announced with NOTIFY in
+the same transaction, so every core reloads its copy at once (these are rare writes, made
+by an operator's command, so the NOTIFY lock they take costs nothing)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from videocopies.application.nodes import Node, NodeExists
+
+CHANNEL = "videocopies_nodes"
+_COLUMNS = "node_id, name, role, scopes, secret_sha256, created_at, revoked_at"
+
+
+def _node(row: dict) -> Node:  # type: ignore[type-arg]
+    return Node(
+        row["node_id"], row["name"], row["role"], frozenset(row["scopes"]), row["secret_sha256"],
+        row["created_at"], row["revoked_at"],
+    )
+
+
+class PostgresNodeRegistry:
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+
+    async def add(self, node: Node) -> None:
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                await conn.execute(
+                    f"INSERT INTO nodes ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    [node.node_id, node.name, node.role, sorted(node.scopes), node.secret_sha256,
+                     node.created_at, node.revoked_at],
+                )
+                await conn.execute("SELECT pg_notify(%s, 'added')", [CHANNEL])
+        except psycopg.errors.UniqueViolation as taken:
+            raise NodeExists(node.name) from taken
+
+    async def revoke(self, name: str, at: datetime) -> bool:
+        async with self._pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                "UPDATE nodes SET revoked_at = %s WHERE name = %s AND revoked_at IS NULL", [at, name]
+            )
+            if cur.rowcount:
+                await conn.execute("SELECT pg_notify(%s, 'revoked')", [CHANNEL])
+            return bool(cur.rowcount)
+
+    async def get(self, node_id: str) -> Node | None:
+        async with self._pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(f"SELECT {_COLUMNS} FROM nodes WHERE node_id = %s", [node_id])
+            row = await cur.fetchone()
+            await conn.commit()
+        return _node(row) if row else None
+
+    async def live(self) -> Sequence[Node]:
+        async with self._pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(f"SELECT {_COLUMNS} FROM nodes WHERE revoked_at IS NULL")
+            rows = await cur.fetchall()
+            await conn.commit()
+        return [_node(row) for row in rows]
+
+    async def all(self) -> Sequence[tuple[Node, datetime | None]]:
+        """Every node with its last contact, for operators."""
+        async with self._pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(f"SELECT {_COLUMNS}, last_seen_at FROM nodes ORDER BY created_at")
+            rows = await cur.fetchall()
+            await conn.commit()
+        return [(_node(row), row["last_seen_at"]) for row in rows]
+
+    async def seen(self, last_contact: Mapping[str, datetime]) -> None:
+        ids, ats = list(last_contact), list(last_contact.values())
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute(
+                "UPDATE nodes SET last_seen_at = GREATEST(last_seen_at, v.at) "
+                "FROM unnest(%s::text[], %s::timestamptz[]) AS v(node_id, at) WHERE nodes.node_id = v.node_id",
+                [ids, ats],
+            )

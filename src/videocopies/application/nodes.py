@@ -1,0 +1,192 @@
+"""Node identities: every edge, worker and control node calls core with a token of its own.
+
+A token is "<node_id>.<secret>". Only the secret's SHA-256 is stored: the secret is random
+and long, so a slow password hash would add cost without adding safety. Checking a token
+costs no SQL: core keeps the live nodes in memory, reloads them when told a node was added
+or revoked, and every minute in case such news was lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+import attrs
+
+from videocopies.application.errors import ApplicationError
+from videocopies.application.ports import Clock
+
+log = logging.getLogger(__name__)
+
+# What each role may do. A worker reaches only the job endpoints, and among those only
+# the jobs it holds; no role but core itself moves coins.
+ROLE_SCOPES: Mapping[str, frozenset[str]] = {
+    "worker": frozenset({"jobs"}),
+    "edge": frozenset({"inbox", "outbox"}),
+    "control": frozenset({"read", "admin"}),
+}
+
+
+@attrs.frozen
+class Node:
+    node_id: str
+    name: str
+    role: str
+    scopes: frozenset[str]
+    secret_sha256: str
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.revoked_at is None
+
+
+@attrs.frozen
+class IssuedToken:
+    node: Node
+    token: str  # shown once, never stored
+
+
+@attrs.define
+class UnknownRole(ApplicationError):
+    role: str
+
+
+@attrs.define
+class NodeExists(ApplicationError):
+    name: str
+
+
+class NodeRegistry(Protocol):
+    async def add(self, node: Node) -> None:
+        """Raises NodeExists when a live node already has this name."""
+        ...
+    async def revoke(self, name: str, at: datetime) -> bool: ...
+    async def get(self, node_id: str) -> Node | None: ...
+    async def live(self) -> Sequence[Node]: ...
+    async def seen(self, last_contact: Mapping[str, datetime]) -> None: ...
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def split_token(token: str) -> tuple[str, str] | None:
+    node_id, dot, secret = token.partition(".")
+    if not dot or not node_id or not secret or len(token) > 200:
+        return None
+    return node_id, secret
+
+
+class IssueNodeToken:
+    def __init__(self, registry: NodeRegistry, clock: Clock, random_hex: Callable[[int], str]) -> None:
+        self._registry, self._clock, self._random_hex = registry, clock, random_hex
+
+    async def __call__(self, name: str, role: str) -> IssuedToken:
+        if role not in ROLE_SCOPES:
+            raise UnknownRole(role)
+        node_id, secret = self._random_hex(8), self._random_hex(32)
+        node = Node(node_id, name, role, ROLE_SCOPES[role], hash_secret(secret), self._clock.now())
+        await self._registry.add(node)
+        return IssuedToken(node, f"{node_id}.{secret}")
+
+
+class RevokeNode:
+    def __init__(self, registry: NodeRegistry, clock: Clock) -> None:
+        self._registry, self._clock = registry, clock
+
+    async def __call__(self, name: str) -> bool:
+        return await self._registry.revoke(name, self._clock.now())
+
+
+class NodeAuthenticator:
+    """Bearer token → live node, from an in-memory copy of the registry."""
+
+    def __init__(
+        self, registry: NodeRegistry, clock: Clock, refresh_s: float = 60.0, flush_seen_s: float = 30.0
+    ) -> None:
+        self._registry, self._clock = registry, clock
+        self._refresh_s, self._flush_seen_s = refresh_s, flush_seen_s
+        self._nodes: dict[str, Node] = {}
+        self._missing: dict[str, datetime] = {}  # node ids looked up and not found, and when
+        self._seen: dict[str, datetime] = {}
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.reload()
+        self._task = asyncio.create_task(self._keep_fresh(), name="videocopies-nodes")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._flush_seen()
+
+    def nodes_changed(self) -> None:
+        """Told (by NOTIFY) that a node was added or revoked: reload at once."""
+        self._changed.set()
+
+    async def reload(self) -> None:
+        self._nodes = {node.node_id: node for node in await self._registry.live()}
+        self._missing.clear()
+
+    async def authenticate(self, token: str | None) -> Node | None:
+        parts = split_token(token) if token else None
+        if parts is None:
+            return None
+        node_id, secret = parts
+        node = self._nodes.get(node_id)
+        if node is None:
+            node = await self._look_up(node_id)
+        if node is None or not node.live:
+            return None
+        if not hmac.compare_digest(node.secret_sha256, hash_secret(secret)):
+            return None
+        self._seen[node.node_id] = self._clock.now()
+        return node
+
+    async def _look_up(self, node_id: str) -> Node | None:
+        # A token issued a moment ago whose news has not arrived yet; a burst of unknown ids
+        # costs one lookup per id per refresh period, not one per request.
+        now = self._clock.now()
+        if (at := self._missing.get(node_id)) is not None and (now - at).total_seconds() < self._refresh_s:
+            return None
+        if len(self._missing) > 10_000:
+            self._missing.clear()
+        node = await self._registry.get(node_id)
+        if node is None or not node.live:
+            self._missing[node_id] = now
+            return None
+        self._nodes[node_id] = node
+        return node
+
+    async def _keep_fresh(self) -> None:
+        loop = asyncio.get_running_loop()
+        last_reload = last_flush = loop.time()
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), min(self._refresh_s, self._flush_seen_s))
+            try:
+                if self._changed.is_set() or loop.time() - last_reload >= self._refresh_s:
+                    self._changed.clear()
+                    await self.reload()
+                    last_reload = loop.time()
+                if loop.time() - last_flush >= self._flush_seen_s:
+                    await self._flush_seen()
+                    last_flush = loop.time()
+            except Exception as error:  # noqa: BLE001 - keep serving from the copy we have
+                log.warning("could not refresh node identities: %r", error)
+
+    async def _flush_seen(self) -> None:
+        if self._seen:
+            seen, self._seen = self._seen, {}
+            await self._registry.seen(seen)
