@@ -52,7 +52,17 @@ def main(argv: list[str] | None = None) -> int:
     db_actions.add_parser("check", help="refuse (exit 2) a missing, empty or incompatible database")
     capacity = db_actions.add_parser("capacity", help="set the number of capacity slots")
     capacity.add_argument("slots", type=int)
-    commands.add_parser("core", help="run the core role")
+    core = commands.add_parser("core", help="run the core role (Job API and sweeps)")
+    core.add_argument("--host", help="listen address (default $VIDEOCOPIES_CORE_HOST or 127.0.0.1)")
+    core.add_argument("--port", type=int, help="listen port (default $VIDEOCOPIES_CORE_PORT or 8700)")
+    nodes = commands.add_parser("nodes", help="issue, revoke and list node tokens")
+    nodes_actions = nodes.add_subparsers(dest="action", required=True)
+    add = nodes_actions.add_parser("add", help="issue a token for a new node (printed once)")
+    add.add_argument("name")
+    add.add_argument("--role", required=True, choices=["worker", "edge", "control"])
+    revoke = nodes_actions.add_parser("revoke", help="revoke a node's token at once")
+    revoke.add_argument("name")
+    nodes_actions.add_parser("list", help="every node, its role, state and last contact")
     commands.add_parser("worker", help="run a worker (renders copies)")
     copies = commands.add_parser("copies", help="make copies of a video locally")
     copies_actions = copies.add_subparsers(dest="action", required=True)
@@ -76,11 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "worker":
         from videocopies.roles.worker import main as worker
 
-        return worker(_database_url(args))
+        return worker()
     if args.command == "core":
         from videocopies.roles.core import main as core
 
-        return core(_database_url(args))
+        return core(_database_url(args), args.host, args.port)
+    if args.command == "nodes":
+        from videocopies.roles.nodes import main as nodes
+
+        return nodes(_database_url(args), args)
     parser.error(f"unknown command {args.command}")
     return 2
 

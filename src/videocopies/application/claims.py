@@ -44,6 +44,8 @@ class ClaimWaiters:
         # (None: any size). Until the ticket moves, asking again would find nothing.
         self._empty: tuple[int, int | None] | None = None
         self._rounds: asyncio.Task[None] | None = None
+        self._looking = False  # a caller is looking right now; others arriving park instead
+        self._kick = asyncio.Event()
         self.claims_tried = 0
 
     @property
@@ -67,9 +69,14 @@ class ClaimWaiters:
         self, worker_id: WorkerId, limit: int, max_source_bytes: int | None, wait_s: float
     ) -> Sequence[ClaimedJob]:
         command = ClaimJobCommand(worker_id, limit, max_source_bytes)
-        if not self._known_empty(max_source_bytes):
-            jobs = await self._try(command)
+        if not self._looking and not self._known_empty(max_source_bytes):
+            self._looking = True
+            try:
+                jobs = await self._try(command)
+            finally:
+                self._looking = False
             if jobs:
+                self._kick.set()  # there may be more: let the parked ones look
                 return jobs
         if wait_s <= 0:
             return ()
@@ -107,13 +114,20 @@ class ClaimWaiters:
     async def _run(self) -> None:
         while True:
             ticket = self._notifier.ticket()
+            self._kick.clear()
             if self._waiters:
                 try:
                     await asyncio.gather(*(self._round() for _ in range(min(self._concurrency, len(self._waiters)))))
                 except Exception as error:  # noqa: BLE001 - the next wake-up tries again
                     log.warning("claim round failed: %r", error)
                     await asyncio.sleep(0.5)
-            await self._notifier.wait(ticket, self._safety_poll_s)
+            news = asyncio.ensure_future(self._notifier.wait(ticket, self._safety_poll_s))
+            kicked = asyncio.ensure_future(self._kick.wait())
+            try:
+                await asyncio.wait({news, kicked}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                news.cancel()
+                kicked.cancel()
 
     async def _round(self) -> None:
         loop = asyncio.get_running_loop()

@@ -142,6 +142,7 @@ class Worker:
         self._leases, self._files, self._transcoder = leases, files, transcoder
         self._prober, self._disk, self._settings = prober, disk, settings
         self._stopping = asyncio.Event()
+        self.busy = False  # holding a job: a stop must wait for it to be given back
 
     def stop(self) -> None:
         """Shut down: the job in hand is stopped, given back for another worker, cleaned up."""
@@ -165,8 +166,12 @@ class Worker:
         self._settings.work_root.mkdir(parents=True, exist_ok=True)
         fits = largest_source(self._disk.free_bytes(self._settings.work_root), self._settings)
         claimed = await self._leases.claim(self._settings.worker_id, 1, fits)
-        for job in claimed:
-            await self.process(job)
+        self.busy = bool(claimed)
+        try:
+            for job in claimed:
+                await self.process(job)
+        finally:
+            self.busy = False
         return bool(claimed)
 
     async def process(self, job: ClaimedJob) -> str:

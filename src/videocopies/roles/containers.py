@@ -24,6 +24,7 @@ class MemoryGateways(containers.DeclarativeContainer):
 
     store = providers.Singleton(InMemoryStore)
     uow = providers.Factory(InMemoryUnitOfWork, store=store)
+    lease_uow = uow
     clock = providers.Singleton(ManualClock)
     ids = providers.Singleton(SequentialIds)
     notifier = providers.Singleton(InProcessNotifier)
@@ -32,6 +33,21 @@ class MemoryGateways(containers.DeclarativeContainer):
 
 def _listen_url(config: dict[str, object]) -> str:
     return str(config.get("listen_url") or config["database_url"])
+
+
+def _lease_pool(config: dict[str, object], main: object) -> object:
+    """A pool of its own when `lease_pool_size` is set (core serving the Job API), else the main one."""
+    size = config.get("lease_pool_size")
+    if not size:
+        return main
+    return make_pool(
+        str(config["database_url"]), max_size=int(size), name="videocopies-leases",  # type: ignore[call-overload]
+        direct=bool(config.get("direct")),
+    )
+
+
+def _notifier(config: dict[str, object]) -> PostgresNotifier:
+    return PostgresNotifier(_listen_url(config), safety_poll_s=float(config.get("safety_poll_s") or 1.0))  # type: ignore[arg-type]
 
 
 class PostgresGateways(containers.DeclarativeContainer):
@@ -43,10 +59,14 @@ class PostgresGateways(containers.DeclarativeContainer):
         make_pool, url=config.database_url, max_size=config.pool_size.as_(int), direct=config.direct.as_(bool)
     )
     uow = providers.Factory(PostgresUnitOfWork, pool=pool)
+    # Lease holders' writes (renew, checkpoint, complete) get connections of their own, so a
+    # burst of claims can never make a renewal wait for a connection.
+    lease_pool = providers.Singleton(_lease_pool, config=config, main=pool)
+    lease_uow = providers.Factory(PostgresUnitOfWork, pool=lease_pool)
     clock = providers.Singleton(SystemClock)
     ids = providers.Singleton(RandomIds)
     # LISTEN needs a direct connection even when the pool goes through PgBouncer.
-    notifier = providers.Singleton(PostgresNotifier, direct_url=providers.Callable(_listen_url, config))
+    notifier = providers.Singleton(_notifier, config=config)
     payment_provider = providers.Dependency()  # the real provider arrives with the payments work
 
 
@@ -89,14 +109,17 @@ class UseCases(containers.DeclarativeContainer):
         ttl=settings.provided.lease_ttl,
     )
     renew_lease = providers.Singleton(
-        uc.RenewLease, uow=gateways.uow.provider, clock=gateways.clock, ttl=settings.provided.lease_ttl
+        uc.RenewLease, uow=gateways.lease_uow.provider, clock=gateways.clock, ttl=settings.provided.lease_ttl
     )
-    checkpoint_copy = providers.Singleton(uc.CheckpointCopy, uow=gateways.uow.provider, clock=gateways.clock)
-    complete_job = providers.Singleton(uc.CompleteJob, uow=gateways.uow.provider, clock=gateways.clock)
+    checkpoint_copy = providers.Singleton(uc.CheckpointCopy, uow=gateways.lease_uow.provider, clock=gateways.clock)
+    complete_job = providers.Singleton(uc.CompleteJob, uow=gateways.lease_uow.provider, clock=gateways.clock)
     fail_job = providers.Singleton(
-        uc.FailJob, uow=gateways.uow.provider, clock=gateways.clock, notifier=gateways.notifier
+        uc.FailJob, uow=gateways.lease_uow.provider, clock=gateways.clock, notifier=gateways.notifier
     )
-    acknowledge_cancel = providers.Singleton(uc.AcknowledgeCancel, uow=gateways.uow.provider, clock=gateways.clock)
+    inspect_held_job = providers.Singleton(uc.InspectHeldJob, uow=gateways.lease_uow.provider, clock=gateways.clock)
+    acknowledge_cancel = providers.Singleton(
+        uc.AcknowledgeCancel, uow=gateways.lease_uow.provider, clock=gateways.clock
+    )
     expire_leases = providers.Singleton(
         uc.ExpireLeases, uow=gateways.uow.provider, clock=gateways.clock, notifier=gateways.notifier
     )

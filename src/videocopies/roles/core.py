@@ -1,7 +1,10 @@
-"""The core role's composition root: checks the schema, then runs core's background work.
+"""The core role's composition root: checks the schema, serves the Job API, runs the sweeps.
 
-Core's HTTP API joins this process in a later step; today core runs the sweeps that keep
-the queue and the ledger moving (expired leases back to the queue, expired coin lots).
+Configuration comes from the environment (or the command line): VIDEOCOPIES_DATABASE_URL
+(may point at PgBouncer), VIDEOCOPIES_LISTEN_URL (straight to PostgreSQL, for LISTEN),
+VIDEOCOPIES_DATABASE_DIRECT=1 (no pooler in between), VIDEOCOPIES_CORE_HOST / _PORT, and
+the storage the Job API signs URLs for: VIDEOCOPIES_S3_* (or none, when workers reach a
+shared VIDEOCOPIES_STORE_DIR themselves).
 """
 
 from __future__ import annotations
@@ -10,12 +13,21 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import sys
+from collections.abc import AsyncIterator
+from typing import Any
 
+import uvicorn
 import uvloop
+from fastapi import FastAPI
 
+from videocopies.adapters.http.api import JobApiServices, create_app
 from videocopies.adapters.postgres import migrate
+from videocopies.adapters.postgres.nodes import CHANNEL as NODES_CHANNEL
+from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
+from videocopies.application.claims import ClaimWaiters
+from videocopies.application.nodes import NodeAuthenticator
+from videocopies.application.ports import ObjectStore
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 
@@ -28,6 +40,8 @@ def build(
     pool_size: int = 10,
     listen_url: str | None = None,
     direct: bool = False,
+    lease_pool_size: int | None = None,
+    safety_poll_s: float = 1.0,
 ) -> PostgresService:
     """Refuses a missing, empty or incompatible database before building anything.
 
@@ -37,53 +51,179 @@ def build(
     migrate.check(database_url)
     container = PostgresService(settings=settings)
     container.gateways.config.from_dict(
-        {"database_url": database_url, "pool_size": pool_size, "listen_url": listen_url, "direct": direct}
+        {
+            "database_url": database_url, "pool_size": pool_size, "listen_url": listen_url, "direct": direct,
+            "lease_pool_size": lease_pool_size, "safety_poll_s": safety_poll_s,
+        }
     )
     return container
 
 
-async def run(container: PostgresService, stop: asyncio.Event, lease_sweep_s: float = 1.0) -> None:
-    pool = container.gateways.pool()
-    await pool.open(wait=True, timeout=30)
-    notifier = container.gateways.notifier()
-    await notifier.start()
+async def sweep(container: PostgresService, stop: asyncio.Event, lease_sweep_s: float = 1.0) -> None:
+    """Leases that ran out go back to the queue; expired coin lots close."""
     expire_leases = container.use_cases.expire_leases()
     expire_coins = container.use_cases.expire_coins()
-    try:
-        ticks = 0
-        while not stop.is_set():
+    ticks = 0
+    while not stop.is_set():
+        try:
             expired = await expire_leases()
             if expired:
                 log.info("took back %d expired leases", expired)
             if ticks % 60 == 0:
                 await expire_coins()
-            ticks += 1
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), lease_sweep_s)
+        except Exception as error:  # noqa: BLE001 - a database restart must not stop the sweeps
+            log.warning("sweep failed: %r", error)
+        ticks += 1
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), lease_sweep_s)
+
+
+async def run(container: PostgresService, stop: asyncio.Event, lease_sweep_s: float = 1.0) -> None:
+    """Core without its API: the sweeps alone (tests, and a core that serves no workers)."""
+    pool = container.gateways.pool()
+    await pool.open(wait=True, timeout=30)
+    notifier = container.gateways.notifier()
+    await notifier.start()
+    try:
+        await sweep(container, stop, lease_sweep_s)
     finally:
         await notifier.stop()
         await pool.close()
 
 
-def main(database_url: str) -> int:
-    settings = Settings.from_env()
+class Core:
+    """Everything one core process runs: pools, LISTEN, node identities, parked claims,
+    the sweeps, and the HTTP app over them."""
+
+    def __init__(
+        self,
+        container: PostgresService,
+        store: ObjectStore | None = None,
+        schema: migrate.SchemaStatus | None = None,
+        lease_sweep_s: float = 10.0,
+        claim_concurrency: int = 2,
+    ) -> None:
+        self.container, self.schema, self._lease_sweep_s = container, schema, lease_sweep_s
+        gateways = container.gateways
+        self.pool, self.lease_pool, self.notifier = gateways.pool(), gateways.lease_pool(), gateways.notifier()
+        self.registry = PostgresNodeRegistry(self.pool)
+        self.authenticator = NodeAuthenticator(self.registry, gateways.clock())
+        self.notifier.on(NODES_CHANNEL, self.authenticator.nodes_changed)
+        safety = float(gateways.config.safety_poll_s() or 10.0)
+        self.waiters = ClaimWaiters(
+            container.use_cases.claim_job(), self.notifier, safety_poll_s=safety, concurrency=claim_concurrency
+        )
+        cases = container.use_cases
+        self.services = JobApiServices(
+            authenticator=self.authenticator, waiters=self.waiters,
+            renew_lease=cases.renew_lease(), checkpoint_copy=cases.checkpoint_copy(),
+            complete_job=cases.complete_job(), fail_job=cases.fail_job(),
+            acknowledge_cancel=cases.acknowledge_cancel(), inspect_held_job=cases.inspect_held_job(),
+            store=store, info=self.info,
+        )
+        self._stop = asyncio.Event()
+        self._sweeps: asyncio.Task[None] | None = None
+        self.app: FastAPI = create_app(self.services)
+        self.app.router.lifespan_context = self._lifespan
+
+    async def start(self) -> None:
+        await self.pool.open(wait=True, timeout=30)
+        if self.lease_pool is not self.pool:
+            await self.lease_pool.open(wait=True, timeout=30)
+        await self.notifier.start()
+        await self.authenticator.start()
+        await self.waiters.start()
+        self._sweeps = asyncio.create_task(sweep(self.container, self._stop, self._lease_sweep_s))
+
+    def release_claims(self) -> None:
+        """Shutting down: parked claims are answered empty now, not after their wait."""
+        self._stop.set()
+        asyncio.ensure_future(self.waiters.stop())
+
+    async def stop(self) -> None:
+        self._stop.set()
+        await self.waiters.stop()
+        if self._sweeps is not None:
+            await self._sweeps
+        await self.authenticator.stop()
+        await self.notifier.stop()
+        if self.lease_pool is not self.pool:
+            await self.lease_pool.close()
+        await self.pool.close()
+
+    async def info(self) -> dict[str, Any]:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute("SELECT count(*) FROM jobs WHERE state = 'leased' AND lease_until > now()")
+            (leases,) = await cur.fetchone()  # type: ignore[misc]
+            await conn.commit()
+        return {
+            "schema_revision": self.schema.revision if self.schema else None,
+            "code_level": migrate.CODE_LEVEL,
+            "accepts_code_levels": [self.schema.min_code_level, self.schema.max_code_level] if self.schema else None,
+            "active_leases": leases,
+        }
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, _app: FastAPI) -> AsyncIterator[None]:
+        await self.start()
+        try:
+            yield
+        finally:
+            await self.stop()
+
+
+class _Server(uvicorn.Server):
+    """Answers parked claims at the first signal, so a graceful stop does not wait out
+    every long poll."""
+
+    def __init__(self, config: uvicorn.Config, core: Core) -> None:
+        super().__init__(config)
+        self._core = core
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        self._core.release_claims()
+        super().handle_exit(sig, frame)
+
+
+def server(core: Core, host: str, port: int) -> uvicorn.Server:
+    config = uvicorn.Config(
+        core.app, host=host, port=port, lifespan="on", log_level="warning", access_log=False,
+        timeout_graceful_shutdown=10, backlog=4096, timeout_keep_alive=75, loop="none",
+    )
+    return _Server(config, core)
+
+
+def object_store_from_env(env: dict[str, str]) -> ObjectStore | None:
+    if endpoint := env.get("VIDEOCOPIES_S3_ENDPOINT"):
+        from videocopies.adapters.objectstore.s3 import S3ObjectStore
+
+        return S3ObjectStore(
+            env["VIDEOCOPIES_S3_BUCKET"], endpoint, env["VIDEOCOPIES_S3_ACCESS_KEY"], env["VIDEOCOPIES_S3_SECRET_KEY"]
+        )
+    return None
+
+
+def main(database_url: str, host: str | None = None, port: int | None = None) -> int:
+    env = dict(os.environ)
+    settings = Settings.from_env(env)
     try:
+        schema = migrate.check(database_url)
         container = build(
             settings,
             database_url,
-            listen_url=os.environ.get("VIDEOCOPIES_LISTEN_URL"),
-            direct=os.environ.get("VIDEOCOPIES_DATABASE_DIRECT") == "1",
+            pool_size=int(env.get("VIDEOCOPIES_POOL_SIZE", "4")),
+            listen_url=env.get("VIDEOCOPIES_LISTEN_URL"),
+            direct=env.get("VIDEOCOPIES_DATABASE_DIRECT") == "1",
+            lease_pool_size=int(env.get("VIDEOCOPIES_LEASE_POOL_SIZE", "4")),
+            safety_poll_s=float(env.get("VIDEOCOPIES_SAFETY_POLL_S", "10")),
         )
     except migrate.SchemaError as refused:
         print(f"videocopies core: {refused}", file=sys.stderr)
         return 2
-
-    async def serve() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await run(container, stop)
-
-    uvloop.run(serve())
+    core = Core(container, object_store_from_env(env), schema)
+    host = host or env.get("VIDEOCOPIES_CORE_HOST", "127.0.0.1")
+    port = port or int(env.get("VIDEOCOPIES_CORE_PORT", "8700"))
+    log.info("core serving on %s:%d", host, port)
+    uvloop.run(server(core, host, port).serve())
     return 0
+

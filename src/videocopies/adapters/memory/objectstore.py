@@ -30,3 +30,6 @@ class InMemoryObjectStore:
 
     async def presigned_url(self, key: str, ttl: timedelta) -> str:
         return f"memory://{key}"
+
+    async def presigned_put_url(self, key: str, ttl: timedelta, sha256: str | None = None) -> str:
+        return f"memory://{key}"

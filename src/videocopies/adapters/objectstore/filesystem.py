@@ -103,7 +103,7 @@ class FilesystemObjectStore:
         """A `file://` URL, for local use only (the all-in-one role, tests): it grants nothing and never expires."""
         return self._path(key).as_uri()
 
-    async def presigned_put_url(self, key: str, ttl: timedelta) -> str:
+    async def presigned_put_url(self, key: str, ttl: timedelta, sha256: str | None = None) -> str:
         """Same as `presigned_url`; writing through it bypasses the temp-file protocol."""
         return self._path(key).as_uri()
 

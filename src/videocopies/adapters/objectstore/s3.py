@@ -139,13 +139,14 @@ class S3ObjectStore:
     async def presigned_url(self, key: str, ttl: timedelta) -> str:
         return await self._presign("get_object", key, ttl)
 
-    async def presigned_put_url(self, key: str, ttl: timedelta) -> str:
-        """An upload URL; an object put through it carries no SHA-256 metadata."""
-        return await self._presign("put_object", key, ttl)
+    async def presigned_put_url(self, key: str, ttl: timedelta, sha256: str | None = None) -> str:
+        """An upload URL. With `sha256` the upload must send it as `x-amz-meta-sha256` (the
+        header is signed), so the stored object carries the digest its reader checks."""
+        return await self._presign("put_object", key, ttl, {"Metadata": {SHA256_META: sha256}} if sha256 else {})
 
-    async def _presign(self, method: str, key: str, ttl: timedelta) -> str:
+    async def _presign(self, method: str, key: str, ttl: timedelta, extra: dict[str, Any] | None = None) -> str:
         check_key(key)
-        params = {"Bucket": self.bucket, "Key": key}
+        params = {"Bucket": self.bucket, "Key": key, **(extra or {})}
         seconds = max(1, int(ttl.total_seconds()))
         return await self._call(
             key, lambda: self._client.generate_presigned_url(method, Params=params, ExpiresIn=seconds)

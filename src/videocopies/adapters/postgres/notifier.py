@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 import psycopg
+from psycopg import sql
 
 from videocopies.adapters.memory.notifier import InProcessNotifier
 
@@ -30,8 +32,14 @@ class PostgresNotifier(InProcessNotifier):
         self._listener: asyncio.Task[None] | None = None
         self._announcer: asyncio.Task[None] | None = None
         self._pending = False
+        self._others: dict[str, Callable[[], None]] = {}
         self.notices = 0  # received
         self.announced = 0  # sent
+
+    def on(self, channel: str, callback: Callable[[], None]) -> None:
+        """Also listen on `channel` (before `start`): other news core reacts to, such as a
+        node being revoked, rides on the same direct connection."""
+        self._others[channel] = callback
 
     async def start(self) -> None:
         self._listening = await self._connect(listen=True)
@@ -85,12 +93,17 @@ class PostgresNotifier(InProcessNotifier):
         while True:
             try:
                 assert self._listening is not None
-                async for _ in self._listening.notifies():
+                async for notice in self._listening.notifies():
+                    if notice.channel != CHANNEL:
+                        self._others[notice.channel]()
+                        continue
                     self.notices += 1
                     InProcessNotifier.job_available(self)  # local only: never echo it back
             except psycopg.OperationalError as lost:
                 log.warning("LISTEN connection lost (%s); reconnecting", lost)
                 InProcessNotifier.job_available(self)  # something may have been announced meanwhile
+                for callback in self._others.values():
+                    callback()
                 await asyncio.sleep(0.5)
                 with contextlib.suppress(psycopg.OperationalError):
                     self._listening = await self._connect(listen=True)
@@ -98,5 +111,6 @@ class PostgresNotifier(InProcessNotifier):
     async def _connect(self, listen: bool) -> psycopg.AsyncConnection:
         conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
         if listen:
-            await conn.execute(f"LISTEN {CHANNEL}")
+            for channel in (CHANNEL, *self._others):
+                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
         return conn

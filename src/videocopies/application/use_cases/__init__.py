@@ -15,6 +15,8 @@ from videocopies.application.use_cases.finish_job import (
 from videocopies.application.use_cases.lease_writes import (
     CheckpointCopy,
     CheckpointCopyCommand,
+    HeldJobView,
+    InspectHeldJob,
     RenewLease,
     RenewLeaseCommand,
 )
@@ -31,6 +33,7 @@ __all__ = [
     "CheckpointCopyCommand", "ClaimJob", "ClaimJobCommand", "ClaimedJob", "CompleteJob",
     "CompleteJobCommand", "ConfirmOrder", "ConfirmOrderCommand", "CreditPayment",
     "CreditPaymentCommand", "ExpireCoins", "ExpireLeases", "FailJob", "FailJobCommand",
-    "GrantCoins", "GrantCoinsCommand", "QuoteOrder", "QuoteOrderCommand", "ReconcilePayments",
+    "GrantCoins", "GrantCoinsCommand", "HeldJobView", "InspectHeldJob", "QuoteOrder", "QuoteOrderCommand",
+    "ReconcilePayments",
     "RecordDelivery", "RecordDeliveryCommand", "RenewLease", "RenewLeaseCommand",
 ]

@@ -14,7 +14,7 @@ from videocopies.application.use_cases._common import (
     record_refusal,
 )
 from videocopies.domain.jobs import CopyArtifact, LeaseLost
-from videocopies.domain.shared import JobId, OwnerToken, WorkerId
+from videocopies.domain.shared import JobId, OrderId, OwnerToken, WorkerId
 
 
 @attrs.frozen
@@ -96,3 +96,30 @@ class CheckpointCopy:
         except LeaseLost as lost:
             await record_refusal(self._uow, lost, cmd.worker_id, "checkpoint", now)
             raise
+
+
+@attrs.frozen
+class HeldJobView:
+    job_id: JobId
+    order_id: OrderId
+    source_key: str
+    copies: int
+    lease_until: datetime
+    cancel_requested: bool
+
+
+class InspectHeldJob:
+    """What the holder of a live lease may read about its job: whether to stop, and which
+    objects are its own (the source, and the copies it may upload). Writes nothing."""
+
+    def __init__(self, uow: UowFactory, clock: Clock) -> None:
+        self._uow, self._clock = uow, clock
+
+    async def __call__(self, job_id: JobId, token: OwnerToken, worker_id: WorkerId | None = None) -> HeldJobView:
+        async with self._uow() as uow:
+            job = await load_job(uow, job_id, worker_id, token)
+            lease = job.check_held(token, self._clock.now())
+            order = await load_order(uow, job.order_id)
+            return HeldJobView(
+                job.job_id, job.order_id, order.quote.source_key, job.copies, lease.lease_until, job.cancel_requested
+            )

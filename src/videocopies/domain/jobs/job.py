@@ -205,15 +205,20 @@ class Job:
             self._changed()
         return True
 
-    def _held(self, token: OwnerToken, now: datetime) -> Lease:
+    def check_held(self, token: OwnerToken, now: datetime) -> Lease:
+        """The live lease `token` proves, or LeaseLost; changes nothing (for reads)."""
         if self.state is not JobState.LEASED or self.lease is None:
             raise LeaseLost(self.job_id, LeaseLossReason.NOT_LEASED)
         if self.lease.token != token:
             raise LeaseLost(self.job_id, LeaseLossReason.STALE_TOKEN)
         if self.lease.is_expired(now):
             raise LeaseLost(self.job_id, LeaseLossReason.EXPIRED)
-        self.written_under = token
         return self.lease
+
+    def _held(self, token: OwnerToken, now: datetime) -> Lease:
+        lease = self.check_held(token, now)
+        self.written_under = token
+        return lease
 
     def _finish(self, state: JobState, reason: str | None = None) -> None:
         self.closed_by = self.written_under

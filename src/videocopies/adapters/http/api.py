@@ -1,0 +1,360 @@
+"""Core's HTTP API for nodes: the Job API workers use, and `/_info`.
+
+Every call but `/_info` carries a node's bearer token. A worker reaches only the job
+endpoints, and among those only the jobs it holds (its node name is its worker id, and the
+owner token proves the lease). Nothing here moves coins: completing a job settles its
+order inside core's own use case.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the dependency annotations at runtime.
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from typing import Annotated, Any
+
+import attrs
+from fastapi import Depends, FastAPI, Path, Request
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+
+import videocopies
+from videocopies.application import use_cases as uc
+from videocopies.application.claims import ClaimWaiters
+from videocopies.application.errors import ApplicationError, NotFound
+from videocopies.application.nodes import Node, NodeAuthenticator
+from videocopies.application.ports import ObjectStore
+from videocopies.application.worker import copy_key
+from videocopies.domain.jobs import CopyArtifact, LeaseLossReason, LeaseLost
+from videocopies.domain.shared import DomainError, JobId, OwnerToken, WorkerId
+
+API_VERSION = 1
+MAX_WAIT_S = 60.0
+JOB_ID = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
+
+
+@attrs.frozen
+class JobApiServices:
+    """What the API calls; the core role builds it from its container."""
+
+    authenticator: NodeAuthenticator
+    waiters: ClaimWaiters
+    renew_lease: Callable[[uc.RenewLeaseCommand], Awaitable[Any]]
+    checkpoint_copy: Callable[[uc.CheckpointCopyCommand], Awaitable[bool]]
+    complete_job: Callable[[uc.CompleteJobCommand], Awaitable[dict[str, Any]]]
+    fail_job: Callable[[uc.FailJobCommand], Awaitable[dict[str, Any]]]
+    acknowledge_cancel: Callable[..., Awaitable[None]]
+    inspect_held_job: Callable[..., Awaitable[uc.HeldJobView]]
+    store: ObjectStore | None  # None: workers share core's storage directly, no URLs signed
+    info: Callable[[], Awaitable[dict[str, Any]]]
+    url_ttl: timedelta = timedelta(minutes=15)
+
+
+# --- wire models ---------------------------------------------------------------------------
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ClaimRequest(_Body):
+    wait_s: float = Field(0.0, ge=0.0, le=MAX_WAIT_S, description="Long-poll for up to this many seconds.")
+    limit: int = Field(1, ge=1, le=10)
+    max_source_bytes: int | None = Field(None, ge=0, description="Only jobs whose source fits the worker's disk.")
+
+
+class CopyToRender(BaseModel):
+    index: int
+    plan: dict[str, Any]
+
+
+class ClaimedJobOut(BaseModel):
+    job_id: str
+    order_id: str
+    token: str
+    lease_until: datetime
+    attempt: int
+    source_key: str
+    remaining: list[CopyToRender]
+
+
+class ClaimResponse(BaseModel):
+    jobs: list[ClaimedJobOut]
+
+
+class LeaseBody(_Body):
+    token: str = Field(min_length=1, max_length=128)
+
+
+class RenewResponse(BaseModel):
+    lease_until: datetime
+    cancel_requested: bool
+
+
+class CheckpointRequest(LeaseBody):
+    object_key: str = Field(min_length=1, max_length=512)
+    size: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    duration_s: float = Field(ge=0.0, le=86_400.0)
+    width: int = Field(ge=1, le=16_384)
+    height: int = Field(ge=1, le=16_384)
+
+
+class CheckpointResponse(BaseModel):
+    recorded: bool = Field(description="False when this copy was already recorded with the same content.")
+
+
+class CompleteRequest(LeaseBody):
+    receipt_id: str = Field(min_length=1, max_length=128)
+
+
+class FailRequest(CompleteRequest):
+    reason: str = Field(min_length=1, max_length=2000)
+    retryable: bool = True
+
+
+class CancelStatus(BaseModel):
+    cancel_requested: bool
+    lease_until: datetime
+
+
+class UploadRequest(LeaseBody):
+    size: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class SignedUrl(BaseModel):
+    key: str
+    url: str
+    method: str
+    headers: dict[str, str]
+    expires_at: datetime
+
+
+class NodeOut(BaseModel):
+    name: str
+    role: str
+    scopes: list[str]
+
+
+class Problem(BaseModel):
+    error: str
+    detail: str
+    reason: str | None = None
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+def _problem(status: int, error: str, detail: str, reason: str | None = None, **headers: str) -> JSONResponse:
+    body = Problem(error=error, detail=detail, reason=reason).model_dump(exclude_none=True)
+    return JSONResponse(body, status_code=status, headers=headers or None)
+
+
+class _Unauthorized(Exception):
+    pass
+
+
+class _Forbidden(Exception):
+    pass
+
+
+_REFUSALS = {401: {"model": Problem}, 403: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}}
+
+
+def create_app(services: JobApiServices) -> FastAPI:
+    started = time.monotonic()
+    app = FastAPI(
+        title="videocopies core",
+        version=videocopies.__version__,
+        description="Core's API for nodes: the Job API for workers, and health.",
+    )
+    bearer = HTTPBearer(auto_error=False)
+
+    @app.exception_handler(_Unauthorized)
+    async def unauthorized(_request: Request, _exc: _Unauthorized) -> JSONResponse:
+        return _problem(401, "unauthorized", "a valid node token is required", **{"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(_Forbidden)
+    async def forbidden(_request: Request, exc: _Forbidden) -> JSONResponse:
+        return _problem(403, "forbidden", str(exc))
+
+    @app.exception_handler(LeaseLost)
+    async def lease_lost(_request: Request, exc: LeaseLost) -> JSONResponse:
+        if exc.reason is LeaseLossReason.NOT_OWNER:
+            return _problem(403, "not_your_job", "this job is held by another worker", exc.reason.value)
+        return _problem(409, "lease_lost", "the lease on this job is no longer yours", exc.reason.value)
+
+    @app.exception_handler(NotFound)
+    async def not_found(_request: Request, exc: NotFound) -> JSONResponse:
+        return _problem(404, "not_found", str(exc))
+
+    @app.exception_handler(DomainError)
+    async def refused(_request: Request, exc: DomainError) -> JSONResponse:
+        return _problem(409, type(exc).__name__, str(exc))
+
+    @app.exception_handler(ApplicationError)
+    async def application_error(_request: Request, exc: ApplicationError) -> JSONResponse:
+        return _problem(409, type(exc).__name__, str(exc))
+
+    def node_with(scope: str) -> Callable[..., Awaitable[Node]]:
+        async def authenticated(
+            credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+        ) -> Node:
+            node = await services.authenticator.authenticate(credentials.credentials if credentials else None)
+            if node is None:
+                raise _Unauthorized()
+            if scope not in node.scopes:
+                raise _Forbidden(f"a {node.role} node may not call this endpoint")
+            return node
+
+        return authenticated
+
+    Worker = Annotated[Node, Depends(node_with("jobs"))]
+
+    async def any_node(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    ) -> Node:
+        node = await services.authenticator.authenticate(credentials.credentials if credentials else None)
+        if node is None:
+            raise _Unauthorized()
+        return node
+
+    @app.get("/v1/nodes/me", tags=["nodes"], responses=_REFUSALS)
+    async def me(node: Annotated[Node, Depends(any_node)]) -> NodeOut:
+        """Who this token belongs to: a worker's name is its worker id."""
+        return NodeOut(name=node.name, role=node.role, scopes=sorted(node.scopes))
+
+    @app.get("/_info", tags=["health"])
+    async def info() -> dict[str, Any]:
+        """Version, schema level, uptime and active leases; no token needed."""
+        details = await services.info()
+        return {
+            "version": videocopies.__version__,
+            "api": API_VERSION,
+            "uptime_s": round(time.monotonic() - started, 3),
+            "parked_claims": services.waiters.parked,
+            **details,
+        }
+
+    @app.post("/v1/jobs/claim", tags=["jobs"], responses=_REFUSALS)
+    async def claim(body: ClaimRequest, node: Worker, request: Request) -> ClaimResponse:
+        """Claim up to `limit` jobs, waiting up to `wait_s` for one; an empty list when none came."""
+        claiming = asyncio.ensure_future(
+            services.waiters.claim(WorkerId(node.name), body.limit, body.max_source_bytes, body.wait_s)
+        )
+        gone = asyncio.ensure_future(_disconnected(request)) if body.wait_s > 0 else None
+        try:
+            if gone is not None:
+                await asyncio.wait({claiming, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if not claiming.done():  # the client left: stop waiting on its behalf
+                    claiming.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await claiming
+                    return ClaimResponse(jobs=[])
+            jobs = await claiming
+        finally:
+            if gone is not None:
+                gone.cancel()
+        return ClaimResponse(jobs=[_claimed(job) for job in jobs])
+
+    @app.post("/v1/jobs/{job_id}/renew", tags=["jobs"], responses=_REFUSALS)
+    async def renew(job_id: JOB_ID, body: LeaseBody, node: Worker) -> RenewResponse:
+        """Extend the lease; `cancel_requested` tells the worker to stop."""
+        result = await services.renew_lease(uc.RenewLeaseCommand(JobId(job_id), OwnerToken(body.token), _wid(node)))
+        return RenewResponse(lease_until=result.lease_until, cancel_requested=result.cancel_requested)
+
+    @app.post("/v1/jobs/{job_id}/copies/{index}/checkpoint", tags=["jobs"], responses=_REFUSALS)
+    async def checkpoint(
+        job_id: JOB_ID, index: Annotated[int, Path(ge=0, le=99)], body: CheckpointRequest, node: Worker
+    ) -> CheckpointResponse:
+        """Record a verified, stored copy; it is sent to the user at once."""
+        view = await services.inspect_held_job(JobId(job_id), OwnerToken(body.token), _wid(node))
+        if body.object_key != copy_key(view.order_id, index, body.token):
+            raise _Forbidden("a copy may only be recorded under the key issued for it")
+        artifact = CopyArtifact(body.object_key, body.size, body.sha256, body.duration_s, body.width, body.height)
+        recorded = await services.checkpoint_copy(
+            uc.CheckpointCopyCommand(JobId(job_id), OwnerToken(body.token), index, artifact, _wid(node))
+        )
+        return CheckpointResponse(recorded=recorded)
+
+    @app.post("/v1/jobs/{job_id}/complete", tags=["jobs"], responses=_REFUSALS)
+    async def complete(job_id: JOB_ID, body: CompleteRequest, node: Worker) -> dict[str, Any]:
+        """Close a job whose every copy is recorded; a retry with the same receipt id gets the same answer."""
+        return await services.complete_job(
+            uc.CompleteJobCommand(JobId(job_id), OwnerToken(body.token), body.receipt_id, _wid(node))
+        )
+
+    @app.post("/v1/jobs/{job_id}/fail", tags=["jobs"], responses=_REFUSALS)
+    async def fail(job_id: JOB_ID, body: FailRequest, node: Worker) -> dict[str, Any]:
+        """Give the job back (queued again while attempts remain); idempotent by receipt id."""
+        return await services.fail_job(
+            uc.FailJobCommand(
+                JobId(job_id), OwnerToken(body.token), body.reason, body.retryable, body.receipt_id, _wid(node)
+            )
+        )
+
+    @app.post("/v1/jobs/{job_id}/cancel/status", tags=["jobs"], responses=_REFUSALS)
+    async def cancel_status(job_id: JOB_ID, body: LeaseBody, node: Worker) -> CancelStatus:
+        """Whether the user asked to cancel (renewing tells the same)."""
+        view = await services.inspect_held_job(JobId(job_id), OwnerToken(body.token), _wid(node))
+        return CancelStatus(cancel_requested=view.cancel_requested, lease_until=view.lease_until)
+
+    @app.post("/v1/jobs/{job_id}/cancel/acknowledge", tags=["jobs"], responses=_REFUSALS)
+    async def acknowledge_cancel(job_id: JOB_ID, body: LeaseBody, node: Worker) -> dict[str, str]:
+        """The worker stopped FFmpeg and its file operations: the job and order close."""
+        await services.acknowledge_cancel(JobId(job_id), OwnerToken(body.token), _wid(node))
+        return {"state": "cancelled"}
+
+    @app.post("/v1/jobs/{job_id}/source/url", tags=["jobs"], responses=_REFUSALS)
+    async def source_url(job_id: JOB_ID, body: LeaseBody, node: Worker) -> SignedUrl:
+        """A download URL for this job's source, valid for a short while."""
+        view = await services.inspect_held_job(JobId(job_id), OwnerToken(body.token), _wid(node))
+        return await _signed(services, view.source_key, "GET", {})
+
+    @app.post("/v1/jobs/{job_id}/copies/{index}/upload-url", tags=["jobs"], responses=_REFUSALS)
+    async def upload_url(
+        job_id: JOB_ID, index: Annotated[int, Path(ge=0, le=99)], body: UploadRequest, node: Worker
+    ) -> SignedUrl:
+        """An upload URL for copy `index`, under a key of this lease's own."""
+        view = await services.inspect_held_job(JobId(job_id), OwnerToken(body.token), _wid(node))
+        if index >= view.copies:
+            raise NotFound("copy", f"{job_id}/{index}")
+        key = copy_key(view.order_id, index, body.token)
+        return await _signed(services, key, "PUT", {"x-amz-meta-sha256": body.sha256}, sha256=body.sha256)
+
+    return app
+
+
+def _wid(node: Node) -> WorkerId:
+    return WorkerId(node.name)
+
+
+def _claimed(job: uc.ClaimedJob) -> ClaimedJobOut:
+    return ClaimedJobOut(
+        job_id=job.job_id, order_id=job.order_id, token=job.token, lease_until=job.lease_until,
+        attempt=job.attempt, source_key=job.source_key,
+        remaining=[CopyToRender(index=index, plan=plan.to_dict()) for index, plan in job.remaining],
+    )
+
+
+async def _signed(
+    services: JobApiServices, key: str, method: str, headers: dict[str, str], sha256: str | None = None
+) -> SignedUrl:
+    if services.store is None:
+        raise _Forbidden("this core signs no URLs: workers reach storage directly")
+    if method == "GET":
+        url = await services.store.presigned_url(key, services.url_ttl)
+    else:
+        url = await services.store.presigned_put_url(key, services.url_ttl, sha256=sha256)
+    expires = datetime.now().astimezone() + services.url_ttl
+    return SignedUrl(key=key, url=url, method=method, headers=headers, expires_at=expires)
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client hangs up (the body is already read, so only that can come)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return

@@ -1,0 +1,205 @@
+"""The worker's side of core's Job API, over HTTP (httpx): no SQL, no database credentials.
+
+A request that fails on the network (core restarting, a dropped connection) or with a 502,
+503 or 504 is sent again, the same request with the same receipt id, until `retry_for_s`
+has passed: a completion that reached core before the connection broke is answered from
+its receipt, never run twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+
+from videocopies.adapters.objectstore.files import hash_file, open_temp_beside
+from videocopies.application import use_cases as uc
+from videocopies.application.errors import NotFound
+from videocopies.domain.effects import EffectsPlan
+from videocopies.domain.jobs import CopyArtifact, LeaseLossReason, LeaseLost
+from videocopies.domain.shared import JobId, OrderId, OwnerToken, WorkerId
+
+log = logging.getLogger(__name__)
+_RETRY_STATUS = {502, 503, 504}
+_CHUNK = 1024 * 1024
+
+
+@attrs.define
+class CoreRefused(Exception):
+    """Core answered with a refusal that retrying cannot change (a bad token, a bad request)."""
+
+    status: int
+    body: dict[str, Any]
+
+    def __str__(self) -> str:
+        return f"core refused ({self.status}): {self.body.get('detail') or self.body}"
+
+
+class CoreUnreachable(Exception):
+    pass
+
+
+class CoreClient:
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        retry_for_s: float = 120.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Any = asyncio.sleep,
+    ) -> None:
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"),
+            headers={"Authorization": f"Bearer {token}", "User-Agent": "videocopies-worker"},
+            timeout=httpx.Timeout(30.0, connect=5.0),
+            transport=transport,
+        )
+        self._retry_for_s, self._sleep = retry_for_s, sleep
+        self.retries = 0
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def call(self, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self._retry_for_s
+        delay = 0.1
+        while True:
+            try:
+                response = await self._http.request(method, path, json=body, timeout=timeout)
+            except httpx.TransportError as error:
+                problem: str = f"{type(error).__name__}: {error}"
+            else:
+                if response.status_code not in _RETRY_STATUS:
+                    return _answer(response)
+                problem = f"HTTP {response.status_code}"
+            if loop.time() + delay > give_up:
+                raise CoreUnreachable(f"{method} {path}: {problem}, retried for {self._retry_for_s:.0f}s")
+            self.retries += 1
+            log.info("core unreachable (%s); again in %.1fs", problem, delay)
+            await self._sleep(delay * (0.5 + random.random()))  # noqa: S311 - jitter, not secrecy
+            delay = min(delay * 2, 5.0)
+
+    async def download(self, url: str, headers: dict[str, str], path: Path) -> None:
+        """Stream a signed URL into `path` through a temp file; a failure leaves nothing."""
+        async with self._bare() as http, http.stream("GET", url, headers=headers) as response:
+            if response.status_code != 200:
+                raise CoreRefused(response.status_code, {"detail": f"download failed: HTTP {response.status_code}"})
+            with open_temp_beside(path) as (out, _digest):
+                async for chunk in response.aiter_bytes(_CHUNK):
+                    out.write(chunk)
+
+    async def upload(self, url: str, headers: dict[str, str], path: Path, size: int) -> None:
+        async def chunks() -> Any:
+            with path.open("rb") as source:
+                while chunk := await asyncio.to_thread(source.read, _CHUNK):
+                    yield chunk
+
+        async with self._bare() as http:
+            response = await http.put(url, content=chunks(), headers={**headers, "Content-Length": str(size)})
+        if response.status_code not in (200, 201, 204):
+            raise CoreRefused(response.status_code, {"detail": f"upload failed: HTTP {response.status_code}"})
+
+    def _bare(self) -> httpx.AsyncClient:
+        # Signed URLs point at storage, not core: no node token goes there.
+        return httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=10.0))
+
+
+def _answer(response: httpx.Response) -> Any:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {"detail": response.text[:200]}
+    if response.status_code < 300:
+        return body
+    reason = body.get("reason") if isinstance(body, dict) else None
+    error = body.get("error") if isinstance(body, dict) else None
+    if error in ("lease_lost", "not_your_job"):
+        job_id = response.request.url.path.split("/")[3]
+        raise LeaseLost(JobId(job_id), LeaseLossReason(reason or "not_leased"))
+    if response.status_code == 404:
+        raise NotFound("job", response.request.url.path)
+    raise CoreRefused(response.status_code, body if isinstance(body, dict) else {"detail": str(body)})
+
+
+def claimed_from_wire(data: dict[str, Any]) -> uc.ClaimedJob:
+    return uc.ClaimedJob(
+        JobId(data["job_id"]), OrderId(data["order_id"]), OwnerToken(data["token"]),
+        datetime.fromisoformat(data["lease_until"]), int(data["attempt"]), data["source_key"],
+        tuple((int(c["index"]), EffectsPlan.from_dict(c["plan"])) for c in data["remaining"]),
+    )
+
+
+class HttpJobLeases:
+    """The JobLeases port over the Job API. `claim` long-polls core for up to `wait_s`."""
+
+    def __init__(self, core: CoreClient, wait_s: float = 20.0) -> None:
+        self._core, self._wait_s = core, wait_s
+
+    async def claim(
+        self, worker_id: WorkerId, limit: int, max_source_bytes: int | None = None
+    ) -> Sequence[uc.ClaimedJob]:
+        body = {"wait_s": self._wait_s, "limit": limit, "max_source_bytes": max_source_bytes}
+        answer = await self._core.call("POST", "/v1/jobs/claim", body, timeout=self._wait_s + 15.0)
+        return [claimed_from_wire(job) for job in answer["jobs"]]
+
+    async def renew(self, job_id: JobId, token: OwnerToken) -> bool:
+        answer = await self._core.call("POST", f"/v1/jobs/{job_id}/renew", {"token": token})
+        return bool(answer["cancel_requested"])
+
+    async def checkpoint(self, job_id: JobId, token: OwnerToken, index: int, artifact: CopyArtifact) -> bool:
+        body = {
+            "token": token, "object_key": artifact.object_key, "size": artifact.size, "sha256": artifact.sha256,
+            "duration_s": artifact.duration_s, "width": artifact.width, "height": artifact.height,
+        }
+        answer = await self._core.call("POST", f"/v1/jobs/{job_id}/copies/{index}/checkpoint", body)
+        return bool(answer["recorded"])
+
+    async def complete(self, job_id: JobId, token: OwnerToken, receipt_id: str) -> dict[str, Any]:
+        body = {"token": token, "receipt_id": receipt_id}
+        return dict(await self._core.call("POST", f"/v1/jobs/{job_id}/complete", body))
+
+    async def fail(
+        self, job_id: JobId, token: OwnerToken, reason: str, retryable: bool, receipt_id: str
+    ) -> dict[str, Any]:
+        body = {"token": token, "receipt_id": receipt_id, "reason": reason[:2000], "retryable": retryable}
+        return dict(await self._core.call("POST", f"/v1/jobs/{job_id}/fail", body))
+
+    async def acknowledge_cancel(self, job_id: JobId, token: OwnerToken) -> None:
+        await self._core.call("POST", f"/v1/jobs/{job_id}/cancel/acknowledge", {"token": token})
+
+
+class SignedUrlJobFiles:
+    """A worker without storage credentials: core signs a URL for each of the job's objects."""
+
+    def __init__(self, core: CoreClient) -> None:
+        self._core = core
+
+    async def fetch_source(self, job: uc.ClaimedJob, path: Path) -> None:
+        signed = await self._core.call("POST", f"/v1/jobs/{job.job_id}/source/url", {"token": job.token})
+        await self._core.download(signed["url"], signed["headers"], path)
+
+    async def store_copy(self, job: uc.ClaimedJob, index: int, path: Path) -> tuple[str, int, str]:
+        size, sha256 = await asyncio.to_thread(hash_file, path)
+        body = {"token": job.token, "size": size, "sha256": sha256}
+        signed = await self._core.call("POST", f"/v1/jobs/{job.job_id}/copies/{index}/upload-url", body)
+        await self._core.upload(signed["url"], signed["headers"], path, size)
+        return signed["key"], size, sha256
+
+
+def node_token_from_env(env: dict[str, str]) -> str:
+    token = env.get("VIDEOCOPIES_NODE_TOKEN") or ""
+    if not token and (path := env.get("VIDEOCOPIES_NODE_TOKEN_FILE")):
+        token = Path(path).read_text().strip()
+    if not token:
+        raise SystemExit(
+            "set VIDEOCOPIES_NODE_TOKEN (or VIDEOCOPIES_NODE_TOKEN_FILE): `videocopies nodes add` issues one"
+        )
+    return token

@@ -1,0 +1,109 @@
+"""Helpers that run roles as real processes: core serving its API, workers talking to it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from videocopies.adapters.postgres.cluster import free_port
+from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
+from videocopies.adapters.postgres.pool import make_pool
+from videocopies.adapters.system import SystemClock
+from videocopies.application.nodes import IssueNodeToken
+
+SECRET = "process-secret"
+
+
+def issue_token(url: str, name: str, role: str = "worker") -> str:
+    async def issue() -> str:
+        pool = make_pool(url, max_size=1)
+        await pool.open(wait=True)
+        try:
+            issued = await IssueNodeToken(PostgresNodeRegistry(pool), SystemClock(), secrets.token_hex)(name, role)
+            return issued.token
+        finally:
+            await pool.close()
+
+    return asyncio.run(issue())
+
+
+class CoreProcess:
+    """`videocopies core` on a free port; `restart` keeps the port, as a deploy would."""
+
+    def __init__(self, database_url: str, listen_url: str | None = None, **env: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._env = {
+            **os.environ, "VIDEOCOPIES_QUOTE_SECRET": SECRET, "VIDEOCOPIES_DATABASE_URL": database_url,
+            "VIDEOCOPIES_CORE_PORT": str(self.port), **env,
+        }
+        if listen_url:
+            self._env["VIDEOCOPIES_LISTEN_URL"] = listen_url
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = b""
+
+    def start(self, timeout: float = 30.0) -> CoreProcess:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "videocopies.cli", "core"], env=self._env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"core exited: {self.process.stderr.read().decode()}")  # type: ignore[union-attr]
+            try:
+                if httpx.get(f"{self.url}/_info", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError("core did not start")
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            _, err = self.process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            _, err = self.process.communicate()
+        self.log += err
+        return self.process.returncode
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def __enter__(self) -> CoreProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.stop()
+
+
+def worker_process(
+    core_url: str, token: str, work_dir: Path, store_dir: Path | None = None, **env: str
+) -> subprocess.Popen[bytes]:
+    """A worker with no database in its environment: only core's URL and its token."""
+    environment = {
+        key: value for key, value in os.environ.items()
+        if not key.startswith(("VIDEOCOPIES_", "PG")) and "DATABASE" not in key
+    }
+    environment.update(
+        {"VIDEOCOPIES_CORE_URL": core_url, "VIDEOCOPIES_NODE_TOKEN": token, "VIDEOCOPIES_WORK_DIR": str(work_dir)}
+    )
+    if store_dir is not None:
+        environment["VIDEOCOPIES_STORE_DIR"] = str(store_dir)
+    environment.update(env)
+    return subprocess.Popen([sys.executable, "-m", "videocopies.cli", "worker"], env=environment,
+                            stderr=subprocess.PIPE)

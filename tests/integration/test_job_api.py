@@ -1,0 +1,235 @@
+"""Core's Job API on a real database, served by uvicorn over real HTTP: node tokens and
+scopes, long-poll claims that hold no SQL while they wait, and lease writes fenced by the
+worker's identity as well as its owner token."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import attrs
+import httpx
+import pytest
+
+from videocopies.adapters.postgres import migrate
+from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
+from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
+from videocopies.adapters.postgres.pool import make_pool
+from videocopies.adapters.system import SystemClock
+from videocopies.application import use_cases as uc
+from videocopies.application.nodes import IssueNodeToken, RevokeNode
+from videocopies.application.worker import copy_key
+from videocopies.domain.coins import LotKind
+from videocopies.domain.shared import UserId
+from videocopies.roles.core import Core, build, server
+from videocopies.settings import Settings
+
+
+
+
+@attrs.define
+class Api:
+    url: str
+    core: Core
+    tokens: dict[str, str]
+    database_url: str
+
+    def client(self, name: str | None = None, token: str | None = None) -> httpx.AsyncClient:
+        headers = {}
+        if name is not None or token is not None:
+            headers["Authorization"] = f"Bearer {token or self.tokens[name]}"  # type: ignore[index]
+        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=30)
+
+    async def order(self, user: int = 1, copies: int = 1) -> str:
+        cases = self.core.container.use_cases
+        await cases.grant_coins()(uc.GrantCoinsCommand(UserId(user), LotKind.START, 100, timedelta(days=1)))
+        quote = await cases.quote_order()(uc.QuoteOrderCommand(UserId(user), f"sources/{user}/clip.mp4", copies, 10))
+        return await cases.confirm_order()(uc.ConfirmOrderCommand(UserId(user), quote.quote_id, quote.token))
+
+
+@pytest.fixture
+async def api(pg_server: LocalPostgres, database: str) -> AsyncIterator[Api]:
+    url = pg_server.url(database)
+    settings = Settings(quote_secret=b"api-secret", lease_ttl=timedelta(seconds=30))
+    container = build(settings, url, pool_size=3, lease_pool_size=2, safety_poll_s=10.0)
+    core = Core(container, store=None, schema=migrate.check(url))
+    port = free_port()
+    running = server(core, "127.0.0.1", port)
+    serving = asyncio.create_task(running.serve())
+    while not running.started:
+        assert not serving.done(), serving.exception()
+        await asyncio.sleep(0.01)
+    issue = IssueNodeToken(core.registry, SystemClock(), secrets.token_hex)
+    tokens = {name: (await issue(name, role)).token
+              for name, role in [("worker-a", "worker"), ("worker-b", "worker"), ("edge-1", "edge")]}
+    try:
+        yield Api(f"http://127.0.0.1:{port}", core, tokens, url)
+    finally:
+        running.should_exit = True
+        await serving
+
+
+async def test_calls_without_a_valid_token_are_refused(api: Api) -> None:
+    async with api.client() as anonymous, api.client(token="nope.nope") as forged:
+        missing = await anonymous.post("/v1/jobs/claim", json={})
+        assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
+        assert (await forged.post("/v1/jobs/claim", json={})).status_code == 401
+    wrong_secret = api.tokens["worker-a"].split(".")[0] + ".0000"
+    async with api.client(token=wrong_secret) as guessed:
+        assert (await guessed.post("/v1/jobs/claim", json={})).status_code == 401
+    async with api.client() as anonymous:
+        assert (await anonymous.get("/_info")).status_code == 200  # health needs no token
+
+
+async def test_a_node_may_call_only_what_its_role_allows(api: Api) -> None:
+    async with api.client("edge-1") as edge, api.client("worker-a") as worker:
+        refused = await edge.post("/v1/jobs/claim", json={})
+        assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
+        assert (await worker.post("/v1/jobs/claim", json={})).json() == {"jobs": []}
+        assert (await edge.get("/v1/nodes/me")).json()["role"] == "edge"
+
+
+async def test_a_revoked_token_is_refused_at_once_by_a_running_core(api: Api) -> None:
+    async with api.client("worker-b") as worker:
+        assert (await worker.post("/v1/jobs/claim", json={})).status_code == 200
+        # Revoked by another process (an operator's command): core hears it by NOTIFY.
+        pool = make_pool(api.database_url, max_size=1)
+        await pool.open(wait=True)
+        try:
+            assert await RevokeNode(PostgresNodeRegistry(pool), SystemClock())("worker-b")
+        finally:
+            await pool.close()
+        started = time.monotonic()
+        while (status := (await worker.post("/v1/jobs/claim", json={})).status_code) == 200:
+            assert time.monotonic() - started < 2.0, "core still accepts a revoked token"
+            await asyncio.sleep(0.02)
+        assert status == 401
+
+
+async def test_a_worker_cannot_touch_another_workers_job(api: Api) -> None:
+    await api.order(user=1)
+    await api.order(user=2)
+    async with api.client("worker-a") as a, api.client("worker-b") as b:
+        (job_a,) = (await a.post("/v1/jobs/claim", json={})).json()["jobs"]
+        (job_b,) = (await b.post("/v1/jobs/claim", json={})).json()["jobs"]
+        target = f"/v1/jobs/{job_a['job_id']}"
+        # B with its own owner token: not the lease on this job.
+        own = await b.post(f"{target}/renew", json={"token": job_b["token"]})
+        assert own.status_code == 409 and own.json()["reason"] == "stale_token"
+        # B with A's token (leaked): still not B's job.
+        for path, body in [
+            ("renew", {"token": job_a["token"]}),
+            ("complete", {"token": job_a["token"], "receipt_id": "r-b"}),
+            ("fail", {"token": job_a["token"], "receipt_id": "r-b2", "reason": "x"}),
+            ("cancel/status", {"token": job_a["token"]}),
+        ]:
+            stolen = await b.post(f"{target}/{path}", json=body)
+            assert stolen.status_code == 403 and stolen.json()["error"] == "not_your_job", path
+        renewed = await a.post(f"{target}/renew", json={"token": job_a["token"]})
+        assert renewed.status_code == 200 and renewed.json()["cancel_requested"] is False
+    async with api.core.pool.connection() as conn:
+        cur = await conn.execute("SELECT state, attempts FROM jobs WHERE job_id = %s", [job_a["job_id"]])
+        assert await cur.fetchone() == ("leased", 1)
+        cur = await conn.execute("SELECT reason, count(*) FROM refused_writes GROUP BY reason ORDER BY reason")
+        # Three writes refused and counted; the status read is refused but is no write.
+        assert await cur.fetchall() == [("not_owner", 3), ("stale_token", 1)]
+
+
+async def test_parked_claims_cost_no_sql_and_wake_when_work_arrives(api: Api) -> None:
+    waiters = api.core.waiters
+    async with api.client("worker-a") as worker:
+        before = waiters.claims_tried
+        parked = [asyncio.create_task(worker.post("/v1/jobs/claim", json={"wait_s": 10})) for _ in range(50)]
+        while waiters.parked < 50:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)
+        # One look found the queue empty; the other 49 parked without asking the database.
+        assert waiters.claims_tried - before <= 2
+        started = time.monotonic()
+        await api.order(user=7)
+        done, _ = await asyncio.wait(parked, return_when=asyncio.FIRST_COMPLETED, timeout=5)
+        woke_after = time.monotonic() - started
+        (first,) = done
+        assert len(first.result().json()["jobs"]) == 1 and woke_after < 1.0
+        await asyncio.sleep(0.2)
+        assert sum(task.done() for task in parked) == 1  # one job, one claimer answered
+        await api.core.waiters.stop()  # what core does on shutdown: answer the rest empty
+        rest = await asyncio.gather(*parked)
+        assert sum(len(r.json()["jobs"]) for r in rest) == 1
+
+
+async def test_a_claim_whose_client_left_stops_waiting(api: Api) -> None:
+    async with api.client("worker-a") as worker:
+        leaving = asyncio.create_task(worker.post("/v1/jobs/claim", json={"wait_s": 30}))
+        while api.core.waiters.parked < 1:
+            await asyncio.sleep(0.01)
+        leaving.cancel()
+    started = time.monotonic()
+    while api.core.waiters.parked:
+        assert time.monotonic() - started < 2.0, "a gone client's claim is still parked"
+        await asyncio.sleep(0.02)
+    await api.order(user=8)
+    async with api.client("worker-b") as other:
+        (job,) = (await other.post("/v1/jobs/claim", json={})).json()["jobs"]
+        assert job["attempt"] == 1  # nobody claimed it on the gone client's behalf
+
+
+async def test_checkpoint_complete_and_a_retried_completion(api: Api) -> None:
+    order_id = await api.order(user=3, copies=1)
+    async with api.client("worker-a") as worker:
+        (job,) = (await worker.post("/v1/jobs/claim", json={"limit": 5})).json()["jobs"]
+        assert [copy["index"] for copy in job["remaining"]] == [0]
+        base = f"/v1/jobs/{job['job_id']}"
+        artifact = {"size": 10, "sha256": "a" * 64, "duration_s": 1.0, "width": 540, "height": 960}
+        elsewhere = await worker.post(f"{base}/copies/0/checkpoint",
+                                      json={"token": job["token"], "object_key": "sources/3/clip.mp4", **artifact})
+        assert elsewhere.status_code == 403  # only under the key issued for this lease
+        key = copy_key(order_id, 0, job["token"])
+        body = {"token": job["token"], "object_key": key, **artifact}
+        assert (await worker.post(f"{base}/copies/0/checkpoint", json=body)).json() == {"recorded": True}
+        assert (await worker.post(f"{base}/copies/0/checkpoint", json=body)).json() == {"recorded": False}
+        first = await worker.post(f"{base}/complete", json={"token": job["token"], "receipt_id": "done-1"})
+        again = await worker.post(f"{base}/complete", json={"token": job["token"], "receipt_id": "done-1"})
+        assert first.status_code == again.status_code == 200 and first.json() == again.json()
+        assert first.json()["state"] == "done"
+        reused = await worker.post(f"{base}/fail", json={"token": job["token"], "receipt_id": "done-1", "reason": "x"})
+        assert reused.status_code == 409
+        late = await worker.post(f"{base}/renew", json={"token": job["token"]})
+        assert late.status_code == 409 and late.json()["error"] == "lease_lost"
+
+
+async def test_the_worker_learns_of_a_cancel_and_acknowledges_it(api: Api) -> None:
+    order_id = await api.order(user=4, copies=5)
+    async with api.client("worker-a") as worker:
+        (job,) = (await worker.post("/v1/jobs/claim", json={})).json()["jobs"]
+        base, token = f"/v1/jobs/{job['job_id']}", {"token": job["token"]}
+        assert (await worker.post(f"{base}/cancel/status", json=token)).json()["cancel_requested"] is False
+        await api.core.container.use_cases.cancel_order()(uc.CancelOrderCommand(UserId(4), order_id))
+        assert (await worker.post(f"{base}/renew", json=token)).json()["cancel_requested"] is True
+        assert (await worker.post(f"{base}/cancel/status", json=token)).json()["cancel_requested"] is True
+        assert (await worker.post(f"{base}/cancel/acknowledge", json=token)).status_code == 200
+    async with api.core.pool.connection() as conn:
+        cur = await conn.execute("SELECT state FROM orders WHERE order_id = %s", [order_id])
+        assert await cur.fetchone() == ("cancelled",)
+
+
+async def test_info_reports_schema_and_active_leases(api: Api) -> None:
+    await api.order(user=5)
+    async with api.client("worker-a") as worker:
+        await worker.post("/v1/jobs/claim", json={})
+        info = (await worker.get("/_info")).json()
+    assert info["schema_revision"] == "0008" and info["code_level"] == migrate.CODE_LEVEL
+    assert info["active_leases"] == 1 and info["uptime_s"] > 0
+
+
+async def test_bad_requests_are_refused_with_4xx(api: Api) -> None:
+    async with api.client("worker-a") as worker:
+        assert (await worker.post("/v1/jobs/claim", json={"wait_s": 61})).status_code == 422
+        assert (await worker.post("/v1/jobs/claim", json={"limit": 0})).status_code == 422
+        assert (await worker.post("/v1/jobs/claim", json={"surprise": 1})).status_code == 422
+        assert (await worker.post("/v1/jobs/x/renew", json={"token": "t"})).status_code == 404
+        assert (await worker.post("/v1/jobs/x%2Fy/renew", json={"token": "t"})).status_code in (404, 422)
+        assert (await worker.post("/v1/jobs/x/source/url", json={"token": "t"})).status_code == 404
