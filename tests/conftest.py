@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from videocopies.adapters.objectstore import LocalSeaweed
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.bouncer import LocalPgBouncer
 from videocopies.adapters.postgres.cluster import LocalPostgres
@@ -52,3 +53,10 @@ def database_url(request: pytest.FixtureRequest, pg_server: LocalPostgres, datab
         return pg_server.url(database)
     bouncer: LocalPgBouncer = request.getfixturevalue("pgbouncer")
     return bouncer.url(database)
+
+
+@pytest.fixture(scope="session")
+def seaweed() -> Iterator[LocalSeaweed]:
+    """One SeaweedFS (S3) per session; tests use buckets of their own."""
+    with LocalSeaweed() as server:
+        yield server

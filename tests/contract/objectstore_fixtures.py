@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import boto3
@@ -15,12 +15,6 @@ from videocopies.adapters.objectstore import FilesystemObjectStore, LocalSeaweed
 
 MiB = 1024 * 1024
 BIG = 20 * MiB
-
-
-@pytest.fixture(scope="session")
-def seaweed() -> Iterator[LocalSeaweed]:
-    with LocalSeaweed() as server:
-        yield server
 
 
 def raw_s3(server: LocalSeaweed, secret_key: str | None = None) -> object:

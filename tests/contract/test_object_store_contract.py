@@ -22,9 +22,9 @@ from videocopies.adapters.objectstore import (
 )
 from videocopies.adapters.objectstore.filesystem import SHA256_XATTR
 
-from .objectstore_fixtures import big_file, closed_port, object_store, raw_s3, seaweed, small_file, target_dir
+from .objectstore_fixtures import big_file, closed_port, object_store, raw_s3, small_file, target_dir
 
-__all__ = ["big_file", "object_store", "seaweed", "small_file", "target_dir"]  # fixtures, used by name
+__all__ = ["big_file", "object_store", "small_file", "target_dir"]  # fixtures, used by name
 
 Store = FilesystemObjectStore | S3ObjectStore
 

@@ -39,6 +39,7 @@ class CoreProcess:
     """`videocopies core` on a free port; `restart` keeps the port, as a deploy would."""
 
     def __init__(self, database_url: str, listen_url: str | None = None, **env: str) -> None:
+        self.database_url = database_url
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._env = {

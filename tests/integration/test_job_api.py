@@ -28,8 +28,6 @@ from videocopies.roles.core import Core, build, server
 from videocopies.settings import Settings
 
 
-
-
 @attrs.define
 class Api:
     url: str

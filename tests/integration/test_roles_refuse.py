@@ -19,7 +19,7 @@ def _run(*args: str, url: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("command", [("core",), ("db", "check"), ("db", "upgrade")])
+@pytest.mark.parametrize("command", [("core",), ("db", "check"), ("db", "upgrade"), ("nodes", "list")])
 def test_a_missing_database_is_refused(pg_server: LocalPostgres, command: tuple[str, ...]) -> None:
     result = _run(*command, url=pg_server.url("no_such_db"))
     assert result.returncode == 2
@@ -27,7 +27,7 @@ def test_a_missing_database_is_refused(pg_server: LocalPostgres, command: tuple[
     assert not pg_server.database_exists("no_such_db")
 
 
-@pytest.mark.parametrize("command", [("core",), ("db", "check"), ("db", "upgrade")])
+@pytest.mark.parametrize("command", [("core",), ("db", "check"), ("db", "upgrade"), ("nodes", "list")])
 def test_an_empty_database_is_refused_and_stays_empty(pg_server: LocalPostgres, command: tuple[str, ...]) -> None:
     pg_server.create_database("empty_for_roles")
     try:

@@ -1,6 +1,8 @@
-"""The worker as a real process: SIGTERM gives the job back and leaves nothing; SIGKILL
-after the first copy, then a restart, renders only the missing copies with the same plans
-and leaves the first copy's object untouched."""
+"""The worker as a real process, talking to a real core process over HTTP only: SIGTERM
+gives the job back and leaves nothing; SIGKILL after the first copy, then a restart,
+renders only the missing copies with the same plans and leaves the first copy's object
+untouched; with signed URLs instead of shared storage, a core restarted in the middle of
+a job does not stop the job from finishing, and nothing is redone."""
 
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ from videocopies.domain.shared import UserId
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 
+from .roles import CoreProcess, issue_token, worker_process
+
 SECRET = "process-secret"
 
 
@@ -47,13 +51,14 @@ async def _order(url: str, store_dir: Path, clip: Path) -> str:
         await pool.close()
 
 
-def _worker(url: str, tmp: Path, worker_id: str, ttl_s: float = 30) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ, "VIDEOCOPIES_QUOTE_SECRET": SECRET, "VIDEOCOPIES_DATABASE_URL": url,
-        "VIDEOCOPIES_WORKER_ID": worker_id, "VIDEOCOPIES_WORK_DIR": str(tmp / "work"),
-        "VIDEOCOPIES_STORE_DIR": str(tmp / "objects"), "VIDEOCOPIES_LEASE_TTL_S": str(ttl_s),
-    }
-    return subprocess.Popen([sys.executable, "-m", "videocopies.cli", "worker"], env=env, stderr=subprocess.PIPE)
+def _worker(core: CoreProcess, tmp: Path, name: str, ttl_s: float = 30) -> subprocess.Popen[bytes]:
+    if (core.database_url, name) not in _tokens:
+        _tokens[core.database_url, name] = issue_token(core.database_url, name)
+    token = _tokens[core.database_url, name]
+    return worker_process(core.url, token, tmp / "work", tmp / "objects", VIDEOCOPIES_LEASE_TTL_S=str(ttl_s))
+
+
+_tokens: dict[tuple[str, str], str] = {}
 
 
 def _query(url: str, sql: str, *args: object) -> list[tuple]:
@@ -108,7 +113,8 @@ def test_sigterm_gives_the_job_back_and_leaves_nothing(
 ) -> None:
     url = pg_server.url(database)
     asyncio.run(_order(url, tmp_path / "objects", clip))
-    worker = _worker(url, tmp_path, "w-term")
+    core = CoreProcess(url).start()
+    worker = _worker(core, tmp_path, "w-term")
     try:
         _wait_for(lambda: _query(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
         _wait_for(lambda: bool(_ffmpeg_children_of(worker.pid)), timeout=20)
@@ -117,6 +123,7 @@ def test_sigterm_gives_the_job_back_and_leaves_nothing(
     finally:
         if worker.poll() is None:
             worker.kill()
+        core.stop()
     assert worker.returncode == 0, err.decode()
     (state, attempts, error), = _query(url, "SELECT state, attempts, last_error FROM jobs")
     assert (state, attempts) == ("queued", 1) and "stopped" in error
@@ -130,7 +137,8 @@ def test_sigkill_then_restart_renders_only_the_missing_copies(
     url = pg_server.url(database)
     order_id = asyncio.run(_order(url, tmp_path / "objects", clip))
     plans_before = _query(url, "SELECT plans FROM jobs")[0][0]
-    first = _worker(url, tmp_path, "w-kill", ttl_s=3)
+    core = CoreProcess(url, VIDEOCOPIES_LEASE_TTL_S="3").start()
+    first = _worker(core, tmp_path, "w-kill", ttl_s=3)
     try:
         _wait_for(lambda: _query(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
         children = _ffmpeg_children_of(first.pid)
@@ -145,13 +153,14 @@ def test_sigkill_then_restart_renders_only_the_missing_copies(
     kept = {key: (tmp_path / "objects" / key).read_bytes()
             for (key,) in _query(url, "SELECT object_key FROM job_checkpoints")}
     assert _files(tmp_path / "work")  # the killed worker left its directory behind
-    second = _worker(url, tmp_path, "w-kill", ttl_s=3)  # same id: it cleans up after itself first
+    second = _worker(core, tmp_path, "w-kill", ttl_s=3)  # same node: it cleans up after itself first
     try:
         _wait_for(lambda: _query(url, "SELECT state FROM orders WHERE order_id = %s", order_id)[0][0] == "done",
                   timeout=90)
     finally:
         second.send_signal(signal.SIGTERM)
         second.communicate(timeout=30)
+        core.stop()
     rows = _query(url, "SELECT idx, object_key FROM job_checkpoints ORDER BY idx")
     assert [idx for idx, _ in rows] == [0, 1, 2, 3, 4]
     assert all((tmp_path / "objects" / key).read_bytes() == data for key, data in kept.items())

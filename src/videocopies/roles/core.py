@@ -220,7 +220,9 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
     except migrate.SchemaError as refused:
         print(f"videocopies core: {refused}", file=sys.stderr)
         return 2
-    core = Core(container, object_store_from_env(env), schema)
+    # Lapsed leases are found within a third of their length (and at least every 10 s).
+    sweep_s = min(10.0, settings.lease_ttl.total_seconds() / 3)
+    core = Core(container, object_store_from_env(env), schema, lease_sweep_s=sweep_s)
     host = host or env.get("VIDEOCOPIES_CORE_HOST", "127.0.0.1")
     port = port or int(env.get("VIDEOCOPIES_CORE_PORT", "8700"))
     log.info("core serving on %s:%d", host, port)

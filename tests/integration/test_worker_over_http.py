@@ -1,0 +1,103 @@
+"""A worker with no database and no storage credentials: only core's URL and its node
+token. Sources and copies move through URLs core signs for that job (real S3, SeaweedFS).
+Core is restarted in the middle of the job; the worker retries and the job finishes with
+every copy made once."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+from dependency_injector import providers
+
+from media import make_clip
+from videocopies.adapters.memory import ManualClock
+from videocopies.adapters.objectstore import LocalSeaweed, S3ObjectStore
+from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.application import use_cases as uc
+from videocopies.domain.coins import LotKind
+from videocopies.domain.shared import UserId
+from videocopies.roles.containers import PostgresService
+from videocopies.settings import Settings
+
+from .roles import SECRET, CoreProcess, issue_token, worker_process
+
+
+async def _order(url: str, store: S3ObjectStore, clip: Path, copies: int) -> str:
+    service = PostgresService(settings=Settings(quote_secret=SECRET.encode()))
+    service.gateways.config.from_dict({"database_url": url, "pool_size": 2})
+    service.gateways.clock.override(providers.Object(ManualClock(datetime.now(UTC))))
+    pool = service.gateways.pool()
+    await pool.open(wait=True)
+    try:
+        key = "sources/1/clip.mp4"
+        await store.ensure_bucket()
+        await store.put_file(key, clip)
+        cases = service.use_cases
+        await cases.grant_coins()(uc.GrantCoinsCommand(UserId(1), LotKind.START, 50, timedelta(days=1)))
+        quote = await cases.quote_order()(uc.QuoteOrderCommand(UserId(1), key, copies, clip.stat().st_size))
+        return await cases.confirm_order()(uc.ConfirmOrderCommand(UserId(1), quote.quote_id, quote.token))
+    finally:
+        await pool.close()
+
+
+def _query(url: str, sql: str, *args: object) -> list[tuple]:
+    with psycopg.connect(url) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def _wait_for(predicate, timeout: float = 90.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_worker_with_only_a_token_finishes_its_job_across_a_core_restart(
+    pg_server: LocalPostgres, database: str, seaweed: LocalSeaweed, tmp_path: Path
+) -> None:
+    url = pg_server.url(database)
+    bucket = f"t-{uuid.uuid4().hex[:16]}"
+    store = S3ObjectStore(bucket, seaweed.endpoint_url, seaweed.access_key, seaweed.secret_key)
+    clip = make_clip(tmp_path / "clip.mp4", seconds=6, width=540, height=960)
+    order_id = asyncio.run(_order(url, store, clip, copies=5))
+    s3 = {
+        "VIDEOCOPIES_S3_ENDPOINT": seaweed.endpoint_url, "VIDEOCOPIES_S3_BUCKET": bucket,
+        "VIDEOCOPIES_S3_ACCESS_KEY": seaweed.access_key, "VIDEOCOPIES_S3_SECRET_KEY": seaweed.secret_key,
+    }
+    core = CoreProcess(url, **s3).start()
+    worker = worker_process(core.url, issue_token(url, "w-http"), tmp_path / "work")
+    try:
+        _wait_for(lambda: _query(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
+        # The worker holds no credentials and has loaded no SQL driver.
+        environment = Path(f"/proc/{worker.pid}/environ").read_bytes().decode(errors="replace")
+        assert "DATABASE" not in environment and "S3_SECRET" not in environment and "postgresql:" not in environment
+        mapped = Path(f"/proc/{worker.pid}/maps").read_text()
+        assert "libpq" not in mapped and "psycopg" not in mapped
+
+        # Core goes away in the middle of the job, long enough for the worker to need it.
+        core.stop()
+        time.sleep(3)
+        core.start()
+        _wait_for(lambda: _query(url, "SELECT state FROM orders WHERE order_id = %s", order_id)[0][0] == "done")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=30)
+        core.stop()
+    assert worker.returncode == 0, err.decode()
+    assert b"core unreachable" in err  # it did retry, and the retries were answered
+    (attempts, state), = _query(url, "SELECT attempts, state FROM jobs")
+    assert (attempts, state) == (1, "done")  # nothing was redone
+    rows = _query(url, "SELECT idx, object_key, size, sha256 FROM job_checkpoints ORDER BY idx")
+    assert [idx for idx, *_ in rows] == [0, 1, 2, 3, 4]
+    for _, key, size, sha256 in rows:
+        stored = asyncio.run(store.head(key))
+        assert stored is not None and (stored.size, stored.sha256) == (size, sha256)
+    assert _query(url, "SELECT count(*) FROM refused_writes") == [(0,)]
+    assert [p for p in (tmp_path / "work").rglob("*") if p.is_file()] == []
+    store.close()
