@@ -7,10 +7,8 @@ a job does not stop the job from finishing, and nothing is redone."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
