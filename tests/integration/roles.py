@@ -22,17 +22,18 @@ from videocopies.application.nodes import IssueNodeToken
 SECRET = "process-secret"
 
 
-def issue_token(url: str, name: str, role: str = "worker") -> str:
-    async def issue() -> str:
-        pool = make_pool(url, max_size=1)
-        await pool.open(wait=True)
-        try:
-            issued = await IssueNodeToken(PostgresNodeRegistry(pool), SystemClock(), secrets.token_hex)(name, role)
-            return issued.token
-        finally:
-            await pool.close()
+async def issue_token_async(url: str, name: str, role: str = "worker") -> str:
+    pool = make_pool(url, max_size=1)
+    await pool.open(wait=True)
+    try:
+        issued = await IssueNodeToken(PostgresNodeRegistry(pool), SystemClock(), secrets.token_hex)(name, role)
+        return issued.token
+    finally:
+        await pool.close()
 
-    return asyncio.run(issue())
+
+def issue_token(url: str, name: str, role: str = "worker") -> str:
+    return asyncio.run(issue_token_async(url, name, role))
 
 
 class CoreProcess:
