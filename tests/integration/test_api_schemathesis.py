@@ -12,8 +12,7 @@ from schemathesis.checks import not_a_server_error
 
 from videocopies.adapters.postgres.bouncer import LocalPgBouncer
 from videocopies.adapters.postgres.cluster import LocalPostgres
-
-from .roles import CoreProcess, issue_token
+from videocopies.roles.launch import CoreProcess, issue_token
 
 
 @pytest.fixture

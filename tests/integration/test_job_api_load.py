@@ -17,10 +17,10 @@ from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId
 from videocopies.roles.containers import PostgresService
+from videocopies.roles.launch import CoreProcess, issue_token_async
 from videocopies.settings import Settings
 
-from .roles import SECRET, CoreProcess, issue_token_async
-
+SECRET = "load-secret"
 CLIENTS = 2000
 JOBS = 20
 
@@ -59,7 +59,7 @@ async def test_two_thousand_parked_claims_through_pgbouncer(
     with psycopg.connect(direct, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
     tokens = [await issue_token_async(direct, f"load-{n}") for n in range(20)]
-    with CoreProcess(pgbouncer.url(database), listen_url=direct) as core:
+    with CoreProcess(pgbouncer.url(database), listen_url=direct, quote_secret=SECRET) as core:
         # Many small clients: one connection pool of 2,000 costs its owner O(n) per response.
         clients = [httpx.AsyncClient(base_url=core.url, timeout=60, limits=httpx.Limits(max_connections=60))
                    for _ in range(CLIENTS // 50)]

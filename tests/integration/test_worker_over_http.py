@@ -23,9 +23,10 @@ from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId
 from videocopies.roles.containers import PostgresService
+from videocopies.roles.launch import CoreProcess, issue_token, worker_process
 from videocopies.settings import Settings
 
-from .roles import SECRET, CoreProcess, issue_token, worker_process
+SECRET = "http-secret"
 
 
 async def _order(url: str, store: S3ObjectStore, clip: Path, copies: int) -> str:
@@ -70,7 +71,7 @@ def test_a_worker_with_only_a_token_finishes_its_job_across_a_core_restart(
         "VIDEOCOPIES_S3_ENDPOINT": seaweed.endpoint_url, "VIDEOCOPIES_S3_BUCKET": bucket,
         "VIDEOCOPIES_S3_ACCESS_KEY": seaweed.access_key, "VIDEOCOPIES_S3_SECRET_KEY": seaweed.secret_key,
     }
-    core = CoreProcess(url, **s3).start()
+    core = CoreProcess(url, quote_secret=SECRET, **s3).start()
     worker = worker_process(core.url, issue_token(url, "w-http"), tmp_path / "work")
     try:
         _wait_for(lambda: _query(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)

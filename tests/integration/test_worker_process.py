@@ -25,9 +25,8 @@ from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId
 from videocopies.roles.containers import PostgresService
+from videocopies.roles.launch import CoreProcess, issue_token, worker_process
 from videocopies.settings import Settings
-
-from .roles import CoreProcess, issue_token, worker_process
 
 SECRET = "process-secret"
 
@@ -111,7 +110,7 @@ def test_sigterm_gives_the_job_back_and_leaves_nothing(
 ) -> None:
     url = pg_server.url(database)
     asyncio.run(_order(url, tmp_path / "objects", clip))
-    core = CoreProcess(url).start()
+    core = CoreProcess(url, quote_secret=SECRET).start()
     worker = _worker(core, tmp_path, "w-term")
     try:
         _wait_for(lambda: _query(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
@@ -135,7 +134,7 @@ def test_sigkill_then_restart_renders_only_the_missing_copies(
     url = pg_server.url(database)
     order_id = asyncio.run(_order(url, tmp_path / "objects", clip))
     plans_before = _query(url, "SELECT plans FROM jobs")[0][0]
-    core = CoreProcess(url, VIDEOCOPIES_LEASE_TTL_S="3").start()
+    core = CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_LEASE_TTL_S="3").start()
     first = _worker(core, tmp_path, "w-kill", ttl_s=3)
     try:
         _wait_for(lambda: _query(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)

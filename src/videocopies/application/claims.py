@@ -41,8 +41,9 @@ class ClaimWaiters:
         self._safety_poll_s, self._concurrency = safety_poll_s, concurrency
         self._waiters: collections.deque[_Waiter] = collections.deque()
         # The queue was seen empty at this notifier ticket, for sources up to this size
-        # (None: any size). Until the ticket moves, asking again would find nothing.
-        self._empty: tuple[int, int | None] | None = None
+        # (None: any size), at this loop time. Until the ticket moves, asking again would
+        # find nothing; after a safety-poll interval it is asked anyway (a notice may be lost).
+        self._empty: tuple[int, int | None, float] | None = None
         self._rounds: asyncio.Task[None] | None = None
         self._looking = False  # a caller is looking right now; others arriving park instead
         self._kick = asyncio.Event()
@@ -69,12 +70,16 @@ class ClaimWaiters:
         self, worker_id: WorkerId, limit: int, max_source_bytes: int | None, wait_s: float
     ) -> Sequence[ClaimedJob]:
         command = ClaimJobCommand(worker_id, limit, max_source_bytes)
-        if not self._looking and not self._known_empty(max_source_bytes):
-            self._looking = True
+        # Callers that can wait let one of them look while the others park; one that cannot
+        # wait always looks itself.
+        can_wait = wait_s > 0
+        if not (can_wait and self._looking) and not self._known_empty(max_source_bytes):
+            self._looking = self._looking or can_wait
             try:
                 jobs = await self._try(command)
             finally:
-                self._looking = False
+                if can_wait:
+                    self._looking = False
             if jobs:
                 self._kick.set()  # there may be more: let the parked ones look
                 return jobs
@@ -98,8 +103,8 @@ class ClaimWaiters:
     def _known_empty(self, max_source_bytes: int | None) -> bool:
         if self._empty is None:
             return False
-        ticket, size = self._empty
-        if ticket != self._notifier.ticket():
+        ticket, size, at = self._empty
+        if ticket != self._notifier.ticket() or asyncio.get_running_loop().time() - at > self._safety_poll_s:
             return False
         return size is None or (max_source_bytes is not None and max_source_bytes <= size)
 
@@ -108,7 +113,7 @@ class ClaimWaiters:
         self.claims_tried += 1
         jobs = await self._claim(command)
         if not jobs:
-            self._empty = (ticket, command.max_source_bytes)
+            self._empty = (ticket, command.max_source_bytes, asyncio.get_running_loop().time())
         return jobs
 
     async def _run(self) -> None:

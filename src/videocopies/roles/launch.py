@@ -1,4 +1,5 @@
-"""Helpers that run roles as real processes: core serving its API, workers talking to it."""
+"""Start roles as processes of their own: core serving its API, workers talking to it.
+Tests, benchmarks and operators' tools use these to run the real thing, not a stand-in."""
 
 from __future__ import annotations
 
@@ -19,8 +20,6 @@ from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.system import SystemClock
 from videocopies.application.nodes import IssueNodeToken
 
-SECRET = "process-secret"
-
 
 async def issue_token_async(url: str, name: str, role: str = "worker") -> str:
     pool = make_pool(url, max_size=1)
@@ -39,12 +38,14 @@ def issue_token(url: str, name: str, role: str = "worker") -> str:
 class CoreProcess:
     """`videocopies core` on a free port; `restart` keeps the port, as a deploy would."""
 
-    def __init__(self, database_url: str, listen_url: str | None = None, **env: str) -> None:
+    def __init__(
+        self, database_url: str, listen_url: str | None = None, quote_secret: str = "process-secret", **env: str
+    ) -> None:
         self.database_url = database_url
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._env = {
-            **os.environ, "VIDEOCOPIES_QUOTE_SECRET": SECRET, "VIDEOCOPIES_DATABASE_URL": database_url,
+            **os.environ, "VIDEOCOPIES_QUOTE_SECRET": quote_secret, "VIDEOCOPIES_DATABASE_URL": database_url,
             "VIDEOCOPIES_CORE_PORT": str(self.port), **env,
         }
         if listen_url:

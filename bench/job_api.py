@@ -1,0 +1,222 @@
+"""Benchmark: core's Job API over HTTP, core reaching PostgreSQL through PgBouncer (10 server
+connections), as in production.
+
+- claim + complete per second with 4, 16 and 64 HTTP workers (no-op jobs, in a process of
+  their own so the client's CPU is not core's);
+- `idle_sql_per_s`: statements per second (pg_stat_statements) while 2,000 clients, in
+  another process, long-poll an empty queue;
+- `wake_p50_ms` / `wake_p95_ms`: from a producer's COMMIT (announced by NOTIFY, as core
+  announces work) until one of the 2,000 parked clients holds the job;
+- `renew_p99_ms`: lease renewals of 20 held jobs, 10 per second each, under 1,000 parked claims.
+
+Prints one JSON line.
+
+    uv run python bench/job_api.py [--idle-s 60] [--jobs 2000] [--wake-jobs 100 --rate 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import json
+import multiprocessing
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import uvloop
+from _support import emit, fresh_database, server
+from queue_throughput import INSERT_JOBS
+
+from videocopies.adapters.postgres.bouncer import LocalPgBouncer
+from videocopies.adapters.postgres.notifier import CHANNEL
+from videocopies.roles.launch import CoreProcess, issue_token_async
+
+HERE = Path(__file__).parent
+
+
+# Completing a job settles its order against the user's account, so each needs one.
+INSERT_ACCOUNTS = """
+INSERT INTO coin_accounts (user_id, version, created_at)
+SELECT n, 0, now() FROM generate_series(%(first)s, %(last)s) AS n ON CONFLICT DO NOTHING;
+"""
+
+
+def _insert_jobs(url: str, first: int, last: int, announce: bool = False) -> float:
+    with psycopg.connect(url) as conn:
+        psycopg.ClientCursor(conn).execute(INSERT_ACCOUNTS + INSERT_JOBS, {"first": first, "last": last})
+        conn.commit()
+        committed = time.time()
+        if announce:
+            conn.execute("SELECT pg_notify(%s, '')", [CHANNEL])
+            conn.commit()
+    return committed
+
+
+async def _drain(core_url: str, tokens: list[str], workers: int) -> tuple[float, int]:
+    done = 0
+    clients = [httpx.AsyncClient(base_url=core_url, timeout=30, headers={"Authorization": f"Bearer {t}"})
+               for t in tokens[:workers]]
+
+    async def worker(http: httpx.AsyncClient) -> None:
+        nonlocal done
+        while True:
+            answer = await http.post("/v1/jobs/claim", json={"limit": 1})
+            jobs = answer.json()["jobs"]
+            if not jobs:
+                return
+            for job in jobs:
+                body = {"token": job["token"], "receipt_id": uuid.uuid4().hex}
+                answer = await http.post(f"/v1/jobs/{job['job_id']}/complete", json=body)
+                if answer.status_code != 200:
+                    raise RuntimeError(f"complete: HTTP {answer.status_code} {answer.text}")
+                done += 1
+
+    began = time.perf_counter()
+    await asyncio.gather(*(worker(http) for http in clients))
+    seconds = time.perf_counter() - began
+    for http in clients:
+        await http.aclose()
+    return seconds, done
+
+
+def _drain_in_process(args: tuple[str, list[str], int]) -> tuple[float, int]:
+    return uvloop.run(_drain(*args))
+
+
+def throughput(core_url: str, url: str, tokens: list[str], workers: int, jobs: int, first: int) -> float:
+    _insert_jobs(url, first, first + jobs - 1, announce=True)
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as ex:
+        seconds, done = ex.submit(_drain_in_process, (core_url, tokens, workers)).result()
+    assert done == jobs, (done, jobs)
+    return round(done / seconds, 1)
+
+
+class Crowd:
+    """bench/_parker.py: `clients` parked claims in another process."""
+
+    def __init__(self, core_url: str, tokens_file: Path, clients: int, wait_s: float = 20.0) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(HERE / "_parker.py"), core_url, str(tokens_file), str(clients), str(wait_s)],
+            stdout=subprocess.PIPE, text=True,
+        )
+        self.core_url, self.clients = core_url, clients
+
+    def wait_parked(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while httpx.get(f"{self.core_url}/_info").json()["parked_claims"] < self.clients:
+            assert time.monotonic() < deadline and self.process.poll() is None, "the crowd did not park"
+            time.sleep(0.2)
+
+    def stop(self) -> dict[str, Any]:
+        self.process.send_signal(signal.SIGTERM)
+        out, _ = self.process.communicate(timeout=60)
+        return json.loads(out.strip().splitlines()[-1])
+
+
+def _statements(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        (calls,) = conn.execute(
+            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
+            "WHERE d.datname = current_database() AND s.query NOT ILIKE '%pg_stat_statements%'"
+        ).fetchone()  # type: ignore[misc]
+    return int(calls)
+
+
+async def _renewals(core_url: str, token: str, held: list[dict[str, Any]], seconds: float) -> list[float]:
+    latencies: list[float] = []
+    async with httpx.AsyncClient(base_url=core_url, timeout=30, headers={"Authorization": f"Bearer {token}"}) as http:
+
+        async def keep(job: dict[str, Any]) -> None:
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                began = time.perf_counter()
+                (await http.post(f"/v1/jobs/{job['job_id']}/renew", json={"token": job["token"]})).raise_for_status()
+                latencies.append((time.perf_counter() - began) * 1000)
+                await asyncio.sleep(max(0.0, 0.1 - (time.perf_counter() - began)))
+
+        await asyncio.gather(*(keep(job) for job in held))
+    return latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--idle-s", type=float, default=60.0)
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--wake-jobs", type=int, default=100)
+    parser.add_argument("--rate", type=float, default=10.0)
+    parser.add_argument("--renew-s", type=float, default=20.0)
+    args = parser.parse_args()
+    figures: dict[str, Any] = {"bench": "job_api", "through": "pgbouncer", "server_connections": 10}
+    with server() as pg, LocalPgBouncer(upstream_port=pg.port, default_pool_size=10, max_client_conn=2000) as bouncer, \
+            tempfile.TemporaryDirectory() as scratch:
+        url = fresh_database(pg, "job_api")
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        tokens = [uvloop.run(issue_token_async(url, f"bench-{n}")) for n in range(64)]
+        crowd_tokens = Path(scratch) / "crowd"
+        crowd_tokens.write_text("\n".join(uvloop.run(issue_token_async(url, f"crowd-{n}")) for n in range(20)))
+        env = {"VIDEOCOPIES_POOL_SIZE": "4", "VIDEOCOPIES_LEASE_POOL_SIZE": "4"}
+        with CoreProcess(bouncer.url("job_api"), listen_url=url, **env) as core:
+            first = 1
+            rates = {}
+            for workers in (4, 16, 64):
+                rates[str(workers)] = throughput(core.url, url, tokens, workers, args.jobs, first)
+                first += args.jobs
+                print(f"{workers} workers: {rates[str(workers)]} jobs/s", file=sys.stderr, flush=True)
+            figures["claim_complete_per_s"] = rates
+
+            crowd = Crowd(core.url, crowd_tokens, 2000)
+            crowd.wait_parked()
+            before, began = _statements(url), time.monotonic()
+            time.sleep(args.idle_s)
+            idle = _statements(url) - before - 1  # less the reading query itself
+            figures.update(parked=2000, idle_s=args.idle_s, idle_sql_per_s=round(idle / (time.monotonic() - began), 3))
+            print(f"idle: {figures['idle_sql_per_s']} statements/s", file=sys.stderr, flush=True)
+
+            committed = {}
+            for n in range(args.wake_jobs):
+                job = first + n
+                committed[f"j{job}"] = _insert_jobs(url, job, job, announce=True)
+                time.sleep(1 / args.rate)
+            first += args.wake_jobs
+            time.sleep(2.0)
+            result = crowd.stop()
+            waits = sorted((result["received"][j] - at) * 1000 for j, at in committed.items())
+            assert len(waits) == args.wake_jobs and result["errors"] == 0, result["errors"]
+            figures.update(
+                wake_jobs=args.wake_jobs, wake_rate_per_s=args.rate,
+                wake_p50_ms=round(statistics.median(waits), 2),
+                wake_p95_ms=round(statistics.quantiles(waits, n=20)[18], 2), wake_max_ms=round(waits[-1], 2),
+            )
+
+            _insert_jobs(url, first, first + 19)
+            held = []
+            headers = {"Authorization": f"Bearer {tokens[0]}"}
+            while len(held) < 20:
+                held += httpx.post(f"{core.url}/v1/jobs/claim", json={"limit": 10}, headers=headers).json()["jobs"]
+            crowd = Crowd(core.url, crowd_tokens, 1000)
+            crowd.wait_parked()
+            latencies = sorted(uvloop.run(_renewals(core.url, tokens[0], held, args.renew_s)))
+            crowd.stop()
+            figures.update(
+                renews=len(latencies), parked_during_renew=1000,
+                renew_p50_ms=round(statistics.median(latencies), 2),
+                renew_p99_ms=round(statistics.quantiles(latencies, n=100)[98], 2),
+                renew_max_ms=round(latencies[-1], 2),
+            )
+    emit(figures)
+
+
+if __name__ == "__main__":
+    main()
