@@ -3,7 +3,7 @@ row locks on load and optimistic version checks on write."""
 
 from __future__ import annotations
 
-import functools
+import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from types import TracebackType
@@ -38,38 +38,23 @@ def _account_snapshot(account: CoinAccount) -> dict[str, Any]:
     }
 
 
-# Writes that must change exactly one row, and what it means when they change none. Other
-# updates touch rows this transaction loaded FOR UPDATE, so their version predicate cannot
-# miss; checking each would cost a function call per statement for nothing.
-_GUARDED = {
-    "update_job_fenced": "lease_lost",  # the lease may run out on the database's clock
-    "take_slot": "capacity",  # every slot may be taken
-}
+def _json_default(value: object) -> object:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Jsonb):
+        return value.obj
+    raise TypeError(f"cannot send {type(value).__name__} to videocopies_apply")
 
 
-def _guard(name: str, params: dict[str, Any]) -> str:
-    key = params.get("job_id") or params.get("order_id") or params.get("lot_id") or params.get("user_id")
-    return f"{_GUARDED[name]}:{name}:{key}"
+_encode = json.JSONEncoder(default=_json_default, separators=(",", ":")).encode
 
 
-def _statement(cursor: psycopg.AsyncClientCursor[Any], name: str, params: dict[str, Any]) -> str:
-    """One write as literal SQL, for the batch sent with the simple protocol."""
-    text = cursor.mogrify(sql(name), params)
-    if name not in _GUARDED:
-        return text
-    check = cursor.mogrify("SELECT videocopies_require((SELECT count(*) FROM changed), 1, %s)", [_guard(name, params)])
-    return f"WITH changed AS ({text}\nRETURNING 1) {check}"
-
-
-@functools.cache
-def _prepared_text(name: str) -> str:
-    """One write with placeholders, for pipelines of statements the server keeps prepared."""
-    if name not in _GUARDED:
-        return sql(name)
-    return (
-        f"WITH changed AS ({sql(name)}\nRETURNING 1) "
-        "SELECT videocopies_require((SELECT count(*) FROM changed), 1, %(guard_)s)"
-    )
+def _apply_statement(cursor: psycopg.AsyncClientCursor[Any], writes: Writes) -> str:
+    """The whole write set as one call of videocopies_apply (migration 0009) with its COMMIT:
+    one simple query, so it goes through PgBouncer, and the server runs statements whose plans
+    it keeps per session instead of parsing and planning each write. A fenced job write that
+    matches no row, or a capacity slot that cannot be taken, aborts it from inside."""
+    return cursor.mogrify("SELECT videocopies_apply(%s::jsonb)", [_encode(writes)]) + ";\nCOMMIT"
 
 
 def _translate(error: psycopg.Error) -> Exception:
@@ -468,21 +453,16 @@ class PostgresUnitOfWork:
         return row
 
     async def commit(self) -> None:
-        """Every write and the COMMIT go in one round trip; guarded writes that match no row
-        abort it from inside the database (see videocopies_require)."""
+        """Every write and the COMMIT go in one round trip; a fenced write that matches no row
+        aborts it from inside the database (see _apply_statement)."""
         now = datetime.now(UTC)
         writes = [
             *self.accounts.writes(now), *self.orders.writes(), *self.jobs.writes(now), *self.late, *self.pending,
         ]
         try:
-            # Measured in CPU per commit: one write costs least as literal SQL sent with its
-            # COMMIT; several cost least as prepared statements, which the server plans once.
-            if len(writes) > 1 and self.conn.prepare_threshold is not None:
-                await self._send_prepared(writes)
-            elif writes:
+            if writes:
                 cursor = psycopg.AsyncClientCursor(self.conn)
-                batch = ";\n".join(_statement(cursor, name, params) for name, params in writes)
-                await self._send(cursor, batch + ";\nCOMMIT")
+                await self._send(cursor, _apply_statement(cursor, writes))
             await self.conn.commit()
         except psycopg.Error as error:
             await self.conn.rollback()
@@ -490,23 +470,7 @@ class PostgresUnitOfWork:
         self._forget()
 
     async def _send(self, cursor: psycopg.AsyncClientCursor[Any], batch: str) -> None:
-        """Through PgBouncer: literal SQL, every write and the COMMIT in one simple query."""
         await cursor.execute(batch)
-
-    async def _send_prepared(self, writes: Writes) -> None:
-        """Direct: the same writes as prepared statements, pipelined with the COMMIT, so the
-        server plans each kind of write once per connection instead of on every commit."""
-        statements = [
-            (_prepared_text(name), {**params, "guard_": _guard(name, params)} if name in _GUARDED else params)
-            for name, params in writes
-        ]
-        await self._send_pipeline(statements)
-
-    async def _send_pipeline(self, statements: list[tuple[str, dict[str, Any]]]) -> None:
-        async with self.conn.pipeline():
-            for text, params in statements:
-                await self.conn.execute(text, params, prepare=True)
-            await self.conn.commit()
 
     async def rollback(self) -> None:
         await self.conn.rollback()
