@@ -24,6 +24,7 @@ from videocopies.domain.shared import WorkerId
 log = logging.getLogger(__name__)
 
 Claim = Callable[[ClaimJobCommand], Awaitable[Sequence[ClaimedJob]]]
+Peek = Callable[[], Awaitable[bool]]
 
 
 @attrs.define(eq=False)
@@ -36,8 +37,16 @@ class _Waiter:
 
 
 class ClaimWaiters:
-    def __init__(self, claim: Claim, notifier: Notifier, safety_poll_s: float = 10.0, concurrency: int = 2) -> None:
-        self._claim, self._notifier = claim, notifier
+    def __init__(
+        self,
+        claim: Claim,
+        notifier: Notifier,
+        safety_poll_s: float = 10.0,
+        concurrency: int = 2,
+        peek: Peek | None = None,
+    ) -> None:
+        """`peek`: a cheap "is anything claimable?" asked before a safety-poll round."""
+        self._claim, self._notifier, self._peek = claim, notifier, peek
         self._safety_poll_s, self._concurrency = safety_poll_s, concurrency
         self._waiters: collections.deque[_Waiter] = collections.deque()
         # The queue was seen empty at this notifier ticket, for sources up to this size
@@ -73,7 +82,7 @@ class ClaimWaiters:
         # Callers that can wait let one of them look while the others park; one that cannot
         # wait always looks itself.
         can_wait = wait_s > 0
-        if not (can_wait and self._looking) and not self._known_empty(max_source_bytes):
+        if not can_wait or (not self._looking and not self._known_empty(max_source_bytes)):
             self._looking = self._looking or can_wait
             try:
                 jobs = await self._try(command)
@@ -117,22 +126,34 @@ class ClaimWaiters:
         return jobs
 
     async def _run(self) -> None:
+        news = True
         while True:
             ticket = self._notifier.ticket()
             self._kick.clear()
-            if self._waiters:
+            if self._waiters and (news or await self._worth_a_look()):
                 try:
                     await asyncio.gather(*(self._round() for _ in range(min(self._concurrency, len(self._waiters)))))
                 except Exception as error:  # noqa: BLE001 - the next wake-up tries again
                     log.warning("claim round failed: %r", error)
                     await asyncio.sleep(0.5)
-            news = asyncio.ensure_future(self._notifier.wait(ticket, self._safety_poll_s))
+            woke = asyncio.ensure_future(self._notifier.wait(ticket, self._safety_poll_s))
             kicked = asyncio.ensure_future(self._kick.wait())
             try:
-                await asyncio.wait({news, kicked}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({woke, kicked}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                news.cancel()
+                woke.cancel()
                 kicked.cancel()
+            news = self._kick.is_set() or self._notifier.ticket() != ticket
+
+    async def _worth_a_look(self) -> bool:
+        """Only the safety poll asks: news of work is always worth a look."""
+        if self._peek is None:
+            return True
+        try:
+            return await self._peek()
+        except Exception as error:  # noqa: BLE001 - when in doubt, look
+            log.warning("queue peek failed: %r", error)
+            return True
 
     async def _round(self) -> None:
         loop = asyncio.get_running_loop()

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -25,6 +26,7 @@ from videocopies.adapters.http.api import JobApiServices, create_app
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.nodes import CHANNEL as NODES_CHANNEL
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
+from videocopies.adapters.postgres.peek import PostgresQueuePeek
 from videocopies.application.claims import ClaimWaiters
 from videocopies.application.nodes import NodeAuthenticator
 from videocopies.application.ports import ObjectStore
@@ -59,15 +61,17 @@ def build(
     return container
 
 
-async def sweep(container: PostgresService, stop: asyncio.Event, lease_sweep_s: float = 1.0) -> None:
-    """Leases that ran out go back to the queue; expired coin lots close."""
+async def sweep(
+    container: PostgresService, stop: asyncio.Event, lease_sweep_s: float = 1.0, peek: PostgresQueuePeek | None = None
+) -> None:
+    """Leases that ran out go back to the queue; expired coin lots close. With `peek`, the
+    sweep glances first and opens a transaction only when some lease has run out."""
     expire_leases = container.use_cases.expire_leases()
     expire_coins = container.use_cases.expire_coins()
     ticks = 0
     while not stop.is_set():
         try:
-            expired = await expire_leases()
-            if expired:
+            if (peek is None or await peek.lapsed()) and (expired := await expire_leases()):
                 log.info("took back %d expired leases", expired)
             if ticks % 60 == 0:
                 await expire_coins()
@@ -110,8 +114,10 @@ class Core:
         self.authenticator = NodeAuthenticator(self.registry, gateways.clock())
         self.notifier.on(NODES_CHANNEL, self.authenticator.nodes_changed)
         safety = float(gateways.config.safety_poll_s() or 10.0)
+        self.peek = PostgresQueuePeek(self.pool)
         self.waiters = ClaimWaiters(
-            container.use_cases.claim_job(), self.notifier, safety_poll_s=safety, concurrency=claim_concurrency
+            container.use_cases.claim_job(), self.notifier, safety_poll_s=safety, concurrency=claim_concurrency,
+            peek=self.peek.claimable,
         )
         cases = container.use_cases
         self.services = JobApiServices(
@@ -133,7 +139,7 @@ class Core:
         await self.notifier.start()
         await self.authenticator.start()
         await self.waiters.start()
-        self._sweeps = asyncio.create_task(sweep(self.container, self._stop, self._lease_sweep_s))
+        self._sweeps = asyncio.create_task(sweep(self.container, self._stop, self._lease_sweep_s, self.peek))
 
     def release_claims(self) -> None:
         """Shutting down: parked claims are answered empty now, not after their wait."""
@@ -183,6 +189,10 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: Any) -> None:
         self._core.release_claims()
         super().handle_exit(sig, frame)
+        if sig == signal.SIGTERM:
+            # uvicorn raises a captured signal again after shutting down; SIGTERM is how an
+            # operator stops core, and a clean stop exits 0.
+            self._captured_signals.remove(sig)
 
 
 def server(core: Core, host: str, port: int) -> uvicorn.Server:

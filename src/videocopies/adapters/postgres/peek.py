@@ -1,0 +1,37 @@
+"""A glance at the queue outside any transaction: one statement, no locks.
+
+Core looks before it sweeps or makes a safety-poll claim, so an idle queue costs the
+database one short read per interval instead of a transaction of three statements. A
+glance only decides whether to look properly; the claim and the sweep stay transactional.
+"""
+
+from __future__ import annotations
+
+from psycopg_pool import AsyncConnectionPool
+
+_CLAIMABLE = """
+SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'queued')
+    OR EXISTS (SELECT 1 FROM jobs WHERE state = 'leased' AND lease_until <= now())
+"""
+_LAPSED = "SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'leased' AND lease_until <= now())"
+
+
+class PostgresQueuePeek:
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+
+    async def claimable(self) -> bool:
+        return await self._ask(_CLAIMABLE)
+
+    async def lapsed(self) -> bool:
+        return await self._ask(_LAPSED)
+
+    async def _ask(self, query: str) -> bool:
+        async with self._pool.connection() as conn:
+            await conn.set_autocommit(True)  # no BEGIN/COMMIT around a single read
+            try:
+                cur = await conn.execute(query)
+                row = await cur.fetchone()
+            finally:
+                await conn.set_autocommit(False)
+        return bool(row and row[0])
