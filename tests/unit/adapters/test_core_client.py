@@ -1,0 +1,68 @@
+"""The worker's HTTP client: network failures are retried with the very same request (the
+same receipt id), refusals are not retried, and a lost lease is reported as LeaseLost."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from videocopies.adapters.http.client import CoreClient, CoreRefused, CoreUnreachable, HttpJobLeases
+from videocopies.domain.jobs import LeaseLossReason, LeaseLost
+from videocopies.domain.shared import JobId, OwnerToken
+
+
+def _client(handler, retry_for_s: float = 30.0) -> CoreClient:  # type: ignore[no-untyped-def]
+    async def no_sleep(_seconds: float) -> None:
+        return None
+
+    return CoreClient("http://core", "node.secret", retry_for_s=retry_for_s,
+                      transport=httpx.MockTransport(handler), sleep=no_sleep)
+
+
+async def test_a_completion_lost_on_the_network_is_sent_again_with_the_same_receipt() -> None:
+    seen: list[dict[str, object]] = []
+
+    def core(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        assert request.headers["authorization"] == "Bearer node.secret"
+        if len(seen) == 1:
+            raise httpx.ConnectError("core is restarting")
+        if len(seen) == 2:
+            return httpx.Response(503, json={"detail": "starting"})
+        return httpx.Response(200, json={"job_id": "j1", "state": "done", "copies": 1})
+
+    client = _client(core)
+    answer = await HttpJobLeases(client).complete(JobId("j1"), OwnerToken("t"), "receipt-1")
+    assert answer["state"] == "done"
+    assert [body["receipt_id"] for body in seen] == ["receipt-1"] * 3 and client.retries == 2
+
+
+async def test_a_refusal_is_not_retried() -> None:
+    calls = []
+
+    def core(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(401, json={"error": "unauthorized", "detail": "a valid node token is required"})
+
+    with pytest.raises(CoreRefused) as refused:
+        await HttpJobLeases(_client(core)).renew(JobId("j1"), OwnerToken("t"))
+    assert refused.value.status == 401 and len(calls) == 1
+
+
+async def test_a_lost_lease_is_reported_with_its_reason() -> None:
+    def core(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(409, json={"error": "lease_lost", "detail": "x", "reason": "expired"})
+
+    with pytest.raises(LeaseLost) as lost:
+        await HttpJobLeases(_client(core)).renew(JobId("j1"), OwnerToken("t"))
+    assert lost.value.job_id == "j1" and lost.value.reason is LeaseLossReason.EXPIRED
+
+
+async def test_a_core_that_stays_away_is_reported_once_the_retry_window_closes() -> None:
+    def core(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused")
+
+    with pytest.raises(CoreUnreachable):
+        await HttpJobLeases(_client(core, retry_for_s=0.0)).renew(JobId("j1"), OwnerToken("t"))
