@@ -30,7 +30,7 @@ def test_no_request_gets_a_server_error(core_api: tuple[str, str]) -> None:
     for operation in operations:
 
         @given(case=operation.as_strategy())
-        @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), database=None)
         def no_server_error(case: schemathesis.Case) -> None:
             if isinstance(case.body, dict) and isinstance(case.body.get("wait_s"), int | float):
                 case.body["wait_s"] = min(case.body["wait_s"], 0.05)  # an empty queue would hold every claim

@@ -33,6 +33,7 @@ from videocopies.domain.shared import DomainError, JobId, OwnerToken, WorkerId
 
 API_VERSION = 1
 MAX_WAIT_S = 60.0
+MAX_BYTES = 2**62  # sizes are stored as bigint; anything larger is a bad request, not a crash
 JOB_ID = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
 
 
@@ -62,7 +63,9 @@ class _Body(BaseModel):
 class ClaimRequest(_Body):
     wait_s: float = Field(0.0, ge=0.0, le=MAX_WAIT_S, description="Long-poll for up to this many seconds.")
     limit: int = Field(1, ge=1, le=10)
-    max_source_bytes: int | None = Field(None, ge=0, description="Only jobs whose source fits the worker's disk.")
+    max_source_bytes: int | None = Field(
+        None, ge=0, le=MAX_BYTES, description="Only jobs whose source fits the worker's disk."
+    )
 
 
 class CopyToRender(BaseModel):
@@ -84,8 +87,13 @@ class ClaimResponse(BaseModel):
     jobs: list[ClaimedJobOut]
 
 
+# PostgreSQL text cannot hold NUL: identifiers keep to a safe alphabet, free text to no NUL.
+IDENTIFIER = r"^[A-Za-z0-9._:-]+$"
+NO_NUL = r"^[^\x00]*$"
+
+
 class LeaseBody(_Body):
-    token: str = Field(min_length=1, max_length=128)
+    token: str = Field(min_length=1, max_length=128, pattern=IDENTIFIER)
 
 
 class RenewResponse(BaseModel):
@@ -94,8 +102,8 @@ class RenewResponse(BaseModel):
 
 
 class CheckpointRequest(LeaseBody):
-    object_key: str = Field(min_length=1, max_length=512)
-    size: int = Field(ge=0)
+    object_key: str = Field(min_length=1, max_length=512, pattern=r"^[A-Za-z0-9._/-]+$")
+    size: int = Field(ge=0, le=MAX_BYTES)
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     duration_s: float = Field(ge=0.0, le=86_400.0)
     width: int = Field(ge=1, le=16_384)
@@ -107,11 +115,11 @@ class CheckpointResponse(BaseModel):
 
 
 class CompleteRequest(LeaseBody):
-    receipt_id: str = Field(min_length=1, max_length=128)
+    receipt_id: str = Field(min_length=1, max_length=128, pattern=IDENTIFIER)
 
 
 class FailRequest(CompleteRequest):
-    reason: str = Field(min_length=1, max_length=2000)
+    reason: str = Field(min_length=1, max_length=2000, pattern=NO_NUL)
     retryable: bool = True
 
 
@@ -121,7 +129,7 @@ class CancelStatus(BaseModel):
 
 
 class UploadRequest(LeaseBody):
-    size: int = Field(ge=0)
+    size: int = Field(ge=0, le=MAX_BYTES)
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 

@@ -169,7 +169,8 @@ class HttpJobLeases:
     async def fail(
         self, job_id: JobId, token: OwnerToken, reason: str, retryable: bool, receipt_id: str
     ) -> dict[str, Any]:
-        body = {"token": token, "receipt_id": receipt_id, "reason": reason[:2000], "retryable": retryable}
+        reason = reason.replace("\x00", "")[:2000] or "failed"  # core stores it as text
+        body = {"token": token, "receipt_id": receipt_id, "reason": reason, "retryable": retryable}
         return dict(await self._core.call("POST", f"/v1/jobs/{job_id}/fail", body))
 
     async def acknowledge_cancel(self, job_id: JobId, token: OwnerToken) -> None:
