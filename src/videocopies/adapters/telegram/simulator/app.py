@@ -1,0 +1,124 @@
+"""The simulator as an ASGI app: the Bot API under /bot{token}/, file downloads, webhook delivery,
+and the /_sim control endpoints that drive simulated users from another process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+
+from videocopies.adapters.telegram.simulator import methods, params
+from videocopies.adapters.telegram.simulator.control import control_routes
+from videocopies.adapters.telegram.simulator.errors import BotApiError
+from videocopies.adapters.telegram.simulator.state import BotAccount, SimulatorState, Update, Webhook
+
+log = logging.getLogger(__name__)
+_STOP = object()
+
+
+class WebhookPumps:
+    """One delivery task per bot with a webhook: POSTs pending updates one at a time, in order,
+    retrying each until the receiver answers 2xx."""
+
+    def __init__(self, state: SimulatorState) -> None:
+        self.state = state
+        self.tasks: dict[str, asyncio.Task] = {}
+        self.client: httpx.AsyncClient | None = None
+
+    def ensure(self, bot: BotAccount) -> None:
+        task = self.tasks.get(bot.token)
+        if bot.webhook is not None and (task is None or task.done()):
+            self.tasks[bot.token] = asyncio.get_running_loop().create_task(self._pump(bot))
+
+    async def close(self) -> None:
+        for task in self.tasks.values():
+            task.cancel()
+        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        if self.client is not None:
+            await self.client.aclose()
+
+    async def _pump(self, bot: BotAccount) -> None:
+        if self.client is None:
+            self.client = httpx.AsyncClient()
+
+        def next_delivery() -> tuple[Webhook, Update] | object | None:
+            with self.state.lock:
+                if bot.webhook is None:
+                    return _STOP
+                return (bot.webhook, bot.pending[0]) if bot.pending else None
+
+        while True:
+            item = await bot.updates_changed.wait_for(next_delivery, 30.0)
+            if item is _STOP:
+                return
+            if item is None:
+                continue
+            hook, update = item
+            headers = {"X-Telegram-Bot-Api-Secret-Token": hook.secret_token} if hook.secret_token else {}
+            try:
+                response = await self.client.post(hook.url, json=update.to_json(), headers=headers, timeout=10.0)
+                error = None if response.is_success else f"Wrong response from the webhook: {response.status_code}"
+            except httpx.HTTPError as e:
+                error = f"Connection failed: {type(e).__name__}"
+            with self.state.lock:
+                if error is None:
+                    bot.pending = [u for u in bot.pending if u.update_id != update.update_id]
+                else:
+                    hook.last_error, hook.last_error_date = error, int(self.state.clock())
+            if error is not None:
+                log.debug("webhook delivery of update %s failed: %s", update.update_id, error)
+                await asyncio.sleep(self.state.settings.webhook_retry_delay)
+
+
+def create_app(state: SimulatorState) -> Starlette:
+    pumps = WebhookPumps(state)
+
+    async def bot_api(request: Request) -> Response:
+        token, method = request.path_params["token"], request.path_params["method"]
+        try:
+            p = params.parse(request.url.query, request.headers.get("content-type", ""), await request.body())
+            result = await methods.call(state, token, method, p)
+        except BotApiError as e:
+            return JSONResponse(e.to_json(), status_code=e.error_code)
+        if method.lower() in ("setwebhook", "deletewebhook"):
+            pumps.ensure(state.bots[token])
+        return JSONResponse({"ok": True, "result": result})
+
+    async def download(request: Request) -> Response:
+        with state.lock:
+            known = request.path_params["token"] in state.bots
+            stored = state.files.by_path(request.path_params["path"])
+        if not known:
+            return JSONResponse(BotApiError(401, "Unauthorized").to_json(), status_code=401)
+        if stored is None or state.local:
+            return JSONResponse(BotApiError(404, "Not Found").to_json(), status_code=404)
+        return FileResponse(stored.blob, media_type=stored.mime_type or "application/octet-stream")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        with state.lock:
+            bots = list(state.bots.values())
+        for bot in bots:
+            pumps.ensure(bot)
+        try:
+            yield
+        finally:
+            await pumps.close()
+
+    app = Starlette(
+        routes=[
+            Route("/bot{token}/{method}", bot_api, methods=["GET", "POST"]),
+            Route("/file/bot{token}/{path:path}", download, methods=["GET"]),
+            Mount("/_sim", routes=control_routes(state)),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.simulator = state
+    return app
