@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from aiogram import Bot
+from aiogram import Bot, Dispatcher
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.exceptions import (
     TelegramBadRequest,
@@ -18,7 +18,15 @@ from aiogram.exceptions import (
     TelegramRetryAfter,
     TelegramUnauthorizedError,
 )
-from aiogram.types import BufferedInputFile, InlineKeyboardButton, InlineKeyboardMarkup, LabeledPrice
+from aiogram.filters import CommandStart
+from aiogram.types import (
+    BufferedInputFile,
+    CallbackQuery,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    LabeledPrice,
+    Message,
+)
 from aiohttp import web
 
 from videocopies.adapters.telegram.simulator import BotApiSimulator, UserActionRefused
@@ -376,3 +384,28 @@ async def test_http_control_endpoints_drive_a_user_from_outside():
             timed_out = await control.get(f"/users/{uid}/received/next", params={"timeout": 0.1})
             assert timed_out.status_code == 408
         await bot.session.close()
+
+
+async def test_an_aiogram_dispatcher_polls_and_answers(sim, bot):
+    dp = Dispatcher()
+
+    @dp.message(CommandStart())
+    async def welcome(message: Message) -> None:
+        await message.answer(f"Welcome, {message.from_user.first_name}", reply_markup=keyboard("menu"))
+
+    @dp.callback_query()
+    async def pressed(query: CallbackQuery) -> None:
+        await query.answer()
+        await query.message.edit_text(f"You pressed {query.data}")
+
+    polling = asyncio.create_task(dp.start_polling(bot, handle_signals=False, close_bot_session=False))
+    try:
+        user = sim.create_user(first_name="Cy")
+        user.send_text("/start")
+        welcome_seen = await user.next_message(contains="Welcome, Cy", timeout=5)
+        user.press(welcome_seen.message_id, "menu")
+        edited = await user.next_message(kind="edit", timeout=5)
+        assert edited.text == "You pressed menu" and edited.message_id == welcome_seen.message_id
+    finally:
+        await dp.stop_polling()
+        await polling

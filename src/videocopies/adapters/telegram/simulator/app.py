@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 
 import httpx
 from starlette.applications import Starlette
@@ -77,6 +77,26 @@ class WebhookPumps:
                 await asyncio.sleep(self.state.settings.webhook_retry_delay)
 
 
+async def _unless_disconnected(request: Request, call: Coroutine) -> object:
+    """Run a long poll, but give up when its client goes away (as aiogram does when polling stops),
+    so the poll does not hold the server's shutdown."""
+
+    async def disconnected() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    work, watch = asyncio.ensure_future(call), asyncio.ensure_future(disconnected())
+    try:
+        await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+        if not work.done():
+            work.cancel()
+    if work.cancelled():
+        return []  # nobody is listening; the updates stay pending for the next poll
+    return work.result()
+
+
 def create_app(state: SimulatorState) -> Starlette:
     pumps = WebhookPumps(state)
 
@@ -84,7 +104,10 @@ def create_app(state: SimulatorState) -> Starlette:
         token, method = request.path_params["token"], request.path_params["method"]
         try:
             p = params.parse(request.url.query, request.headers.get("content-type", ""), await request.body())
-            result = await methods.call(state, token, method, p)
+            if method.lower() == "getupdates":
+                result = await _unless_disconnected(request, methods.call(state, token, method, p))
+            else:
+                result = await methods.call(state, token, method, p)
         except BotApiError as e:
             return JSONResponse(e.to_json(), status_code=e.error_code)
         if method.lower() in ("setwebhook", "deletewebhook"):
