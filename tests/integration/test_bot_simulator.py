@@ -383,6 +383,15 @@ async def test_http_control_endpoints_drive_a_user_from_outside():
             assert downloaded.content == clip[::-1]
             timed_out = await control.get(f"/users/{uid}/received/next", params={"timeout": 0.1})
             assert timed_out.status_code == 408
+
+            invoice = await bot.send_invoice(uid, title="t", description="d", payload="p", currency="XTR",
+                                             prices=[LabeledPrice(label="x", amount=3)])
+            paying = await control.post(f"/users/{uid}/payments", json={"message_id": invoice.message_id})
+            query_id = paying.json()["pre_checkout_query_id"]
+            (update,) = await next_updates(bot, update.update_id + 1)
+            await bot.answer_pre_checkout_query(update.pre_checkout_query.id, ok=True)
+            status = (await control.get(f"/users/{uid}/payments/{query_id}", params={"wait": 2})).json()
+            assert status["outcome"] == "paid" and status["telegram_payment_charge_id"]
         await bot.session.close()
 
 
@@ -409,3 +418,14 @@ async def test_an_aiogram_dispatcher_polls_and_answers(sim, bot):
     finally:
         await dp.stop_polling()
         await polling
+
+
+async def test_an_abandoned_long_poll_loses_no_update(sim, bot):
+    user = sim.create_user()
+    async with httpx.AsyncClient() as raw:
+        abandoned = asyncio.create_task(raw.get(f"{sim.url}/bot{bot.token}/getUpdates", params={"timeout": 20}))
+        await asyncio.sleep(0.1)
+        abandoned.cancel()
+    user.send_text("still here")
+    (update,) = await next_updates(bot)
+    assert update.message.text == "still here"

@@ -92,6 +92,7 @@ async def _unless_disconnected(request: Request, call: Coroutine) -> object:
         watch.cancel()
         if not work.done():
             work.cancel()
+        await asyncio.gather(work, watch, return_exceptions=True)
     if work.cancelled():
         return []  # nobody is listening; the updates stay pending for the next poll
     return work.result()
