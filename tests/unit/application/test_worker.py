@@ -32,10 +32,12 @@ class ScriptedTranscoder:
 
     def __init__(self) -> None:
         self.rendered: list[tuple[int, dict]] = []
+        self.started: list[int] = []  # a copy is started only after the one before is checkpointed
         self.hang_on: int | None = None
         self.interrupted = 0
 
     async def render(self, plan, source: Path, target: Path) -> None:  # type: ignore[no-untyped-def]
+        self.started.append(plan.copy_index)
         if plan.copy_index == self.hang_on:
             try:
                 await asyncio.Event().wait()
@@ -125,7 +127,7 @@ async def test_cancel_stops_the_render_waits_and_settles(rig: Rig) -> None:
     rig.transcoder.hang_on = 2
     worker = rig.worker()
     running = asyncio.create_task(worker.run_once())
-    while len(rig.transcoder.rendered) < 2:
+    while 2 not in rig.transcoder.started:
         await asyncio.sleep(0.005)
     for index in (0, 1):
         await rig.cases.record_delivery()(uc.RecordDeliveryCommand(order_id, index))
@@ -161,7 +163,7 @@ async def test_resume_renders_only_missing_copies_with_the_same_plans(rig: Rig) 
     order_id = await rig.order(5)
     rig.transcoder.hang_on = 2
     first = asyncio.create_task(rig.worker("a").run_once())
-    while len(rig.transcoder.rendered) < 2:
+    while 2 not in rig.transcoder.started:
         await asyncio.sleep(0.005)
     planned = dict(rig.transcoder.rendered)
     first.cancel()  # the worker process dies

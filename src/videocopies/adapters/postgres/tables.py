@@ -230,6 +230,10 @@ outbox = Table(
     Column("dedup_key", Text, nullable=False),
     _at("created_at"),
     _at("sent_at", nullable=True),
+    # An edge holds a message while it sends it; a message held past this goes to another.
+    _at("claimed_until", nullable=True),
+    Column("attempts", SmallInteger, nullable=False, server_default=text("0")),
+    Column("delivery", JSONB),  # what Telegram answered: message id, file id
     UniqueConstraint("dedup_key"),
     Index("ix_outbox_pending", "id", postgresql_where=text("sent_at IS NULL")),
 )
@@ -257,4 +261,41 @@ nodes = Table(
     _at("revoked_at", nullable=True),
     _at("last_seen_at", nullable=True),
     Index("ix_nodes_name_live", "name", unique=True, postgresql_where=text("revoked_at IS NULL")),
+)
+
+bot_users = Table(
+    "bot_users",
+    metadata,
+    Column("user_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("language", Text, nullable=False),
+    Column("first_name", Text),
+    Column("source", JSONB),  # the video waiting for a choice of copies
+    _at("created_at"),
+)
+
+inbox = Table(
+    "inbox",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("update_id", BigInteger, nullable=False),
+    Column("user_id", BigInteger, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("payload", JSONB, nullable=False),
+    _at("received_at"),
+    _at("processed_at", nullable=True),
+    Column("outcome", Text),
+    UniqueConstraint("update_id"),
+    Index("ix_inbox_pending", "user_id", "id", postgresql_where=text("processed_at IS NULL")),
+)
+
+# One row per user with unprocessed events. A processor leases the row (claimed_until), so
+# one user's events are never handled twice at once while other users' go on in parallel,
+# and no transaction stays open while an event is handled.
+inbox_users = Table(
+    "inbox_users",
+    metadata,
+    Column("user_id", BigInteger, primary_key=True, autoincrement=False),
+    _at("since"),
+    _at("claimed_until", nullable=True),
+    Index("ix_inbox_users_since", "since"),
 )

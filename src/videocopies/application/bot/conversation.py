@@ -1,0 +1,202 @@
+"""The bot's conversation: one inbox event in, the replies out (as outbox messages).
+
+Every business step is a use case with its own transaction; the conversation only chooses
+which, and what to say. The replies carry a dedup key made from the event, so handling an
+event again (after a crash before it was marked done) says nothing twice.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import attrs
+
+from videocopies.application import use_cases as uc
+from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo
+from videocopies.application.errors import NotFound, ServiceBusy
+from videocopies.application.ports import Clock, OutboxMessage
+from videocopies.domain.coins import InsufficientCoins, LotKind
+from videocopies.domain.orders import OrderNotInState, OrderState
+from videocopies.domain.pricing import PricingPolicy, QuoteAlreadyUsed, QuoteExpired, TariffRetired
+from videocopies.domain.shared import LotId, OrderId, UserId
+
+VIDEO_TYPES = ("video/mp4", "video/quicktime", "video/webm", "video/x-matroska", "video/mpeg")
+
+
+class BotUsers(Protocol):
+    async def remember(self, user: BotUser, now: datetime) -> bool:
+        """Store (or update) the user; True on first contact."""
+        ...
+    async def set_source(self, user_id: UserId, video: StoredVideo | None) -> None: ...
+    async def source(self, user_id: UserId) -> StoredVideo | None: ...
+    async def language(self, user_id: UserId) -> str: ...
+    async def history(self, user_id: UserId, limit: int) -> Sequence[Mapping[str, Any]]:
+        """Recent confirmed orders, newest first: created_at, copies, state, charged."""
+        ...
+
+
+@attrs.frozen
+class BotSettings:
+    max_video_bytes: int = 50 * 1024 * 1024
+    max_video_seconds: float = 180.0
+    start_bonus: int = 50
+    start_bonus_valid_for: timedelta | None = timedelta(days=30)
+
+
+def confirm_mac(secret: bytes, quote_id: str) -> str:
+    """A short MAC for the confirm button: the full quote token does not fit in 64 bytes, so
+    the button names the stored quote and proves core issued the button for it."""
+    digest = hmac.new(secret, f"confirm:{quote_id}".encode(), hashlib.sha256).digest()[:12]
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+@attrs.define
+class Conversation:
+    uow: Any  # UowFactory
+    users: BotUsers
+    clock: Clock
+    policy: PricingPolicy
+    secret: bytes
+    grant_coins: uc.GrantCoins
+    quote_order: uc.QuoteOrder
+    confirm_order: uc.ConfirmOrder
+    cancel_order: uc.CancelOrder
+    settings: BotSettings = BotSettings()
+
+    async def handle(self, event: InboxEvent) -> list[OutboxMessage]:
+        first_contact = await self.users.remember(event.user, self.clock.now())
+        replies = _Replies(event)
+        if event.kind == "video" and event.video is not None:
+            await self._video(event.user, event.video, replies)
+        elif event.kind == "button" and event.data:
+            await self._button(event.user, event.data, replies)
+        elif event.kind == "text":
+            await self._text(event.user, (event.text or "").strip(), first_contact, replies)
+        else:
+            replies.screen("unknown")
+        return replies.messages
+
+    async def _text(self, user: BotUser, text: str, first_contact: bool, replies: _Replies) -> None:
+        command = text.split()[0].split("@")[0].lower() if text else ""
+        if command == "/start":
+            bonus = 0
+            if first_contact and self.settings.start_bonus:
+                await self.grant_coins(
+                    uc.GrantCoinsCommand(user.user_id, LotKind.START, self.settings.start_bonus,
+                                         self.settings.start_bonus_valid_for, LotId(f"start-{user.user_id}"))
+                )
+                bonus = self.settings.start_bonus
+            balance = await self._balance(user.user_id)
+            replies.screen("welcome", name=user.first_name, available=balance["available"], bonus=bonus)
+        elif command == "/help":
+            replies.screen("help", max_mb=self.settings.max_video_bytes // (1024 * 1024),
+                           max_s=int(self.settings.max_video_seconds))
+        elif command == "/balance":
+            replies.screen("balance", **await self._balance(user.user_id))
+        elif command == "/history":
+            orders = await self.users.history(user.user_id, 10)
+            replies.screen("history", orders=[dict(o) for o in orders])
+        else:
+            replies.screen("unknown")
+
+    async def _video(self, user: BotUser, video: StoredVideo, replies: _Replies) -> None:
+        limit_mb = self.settings.max_video_bytes // (1024 * 1024)
+        if video.mime_type is not None and not video.mime_type.startswith("video/"):
+            replies.screen("video_format")
+        elif video.size > self.settings.max_video_bytes or video.source_key is None:
+            replies.screen("video_too_big", size_mb=round(video.size / (1024 * 1024), 1), max_mb=limit_mb)
+        elif video.duration_s > self.settings.max_video_seconds:
+            replies.screen(
+                "video_too_long", seconds=int(video.duration_s), max_s=int(self.settings.max_video_seconds)
+            )
+        else:
+            await self.users.set_source(user.user_id, video)
+            tariff = self.policy.current
+            replies.screen("choose_copies", prices=[[n, tariff.price_per_copy(n)] for n in tariff.offered])
+
+    async def _button(self, user: BotUser, data: str, replies: _Replies) -> None:
+        kind, _, rest = data.partition(":")
+        if kind == "n" and rest.isdigit():
+            await self._quote(user, int(rest), replies)
+        elif kind == "c":
+            quote_id, _, mac = rest.partition(":")
+            if not hmac.compare_digest(mac, confirm_mac(self.secret, quote_id)):
+                replies.screen("button_invalid")
+            else:
+                await self._confirm(user, OrderId(quote_id), replies)
+        elif kind == "x" and rest:
+            await self._cancel(user, OrderId(rest), replies)
+        else:
+            replies.screen("button_invalid")
+
+    async def _quote(self, user: BotUser, copies: int, replies: _Replies) -> None:
+        source = await self.users.source(user.user_id)
+        if source is None or source.source_key is None:
+            replies.screen("send_video_first")
+            return
+        if copies not in self.policy.current.offered:
+            replies.screen("button_invalid")
+            return
+        quote = await self.quote_order(uc.QuoteOrderCommand(user.user_id, source.source_key, copies, source.size))
+        replies.screen(
+            "quote", copies=quote.copies, per_copy=quote.price_per_copy, total=quote.total,
+            expires_at=quote.expires_at.isoformat(),
+            confirm_data=f"c:{quote.quote_id}:{confirm_mac(self.secret, quote.quote_id)}",
+        )
+
+    async def _confirm(self, user: BotUser, quote_id: OrderId, replies: _Replies) -> None:
+        async with self.uow() as uow:
+            order = await uow.orders.get(quote_id)
+        if order is None or order.user_id != user.user_id:
+            replies.screen("not_found")
+            return
+        try:
+            await self.confirm_order(uc.ConfirmOrderCommand(user.user_id, quote_id, order.quote.token))
+        except (QuoteExpired, TariffRetired):
+            replies.screen("quote_expired")
+        except (QuoteAlreadyUsed, OrderNotInState):
+            replies.screen("already_confirmed")
+        except InsufficientCoins as short:
+            replies.screen("not_enough_coins", needed=short.needed, available=short.available)
+        except ServiceBusy:
+            replies.screen("busy")
+        else:
+            replies.screen("confirmed", order_id=quote_id, copies=order.quote.copies, total=order.quote.total)
+
+    async def _cancel(self, user: BotUser, order_id: OrderId, replies: _Replies) -> None:
+        try:
+            state = await self.cancel_order(uc.CancelOrderCommand(user.user_id, order_id))
+        except NotFound:
+            replies.screen("not_found")
+            return
+        if state is OrderState.CANCELLING:
+            replies.screen("cancel_requested")
+        # A cancelled order announces itself (order_closed, written with the refund).
+
+    async def _balance(self, user_id: UserId) -> dict[str, Any]:
+        now = self.clock.now()
+        async with self.uow() as uow:
+            account = await uow.accounts.get(user_id)
+        if account is None:
+            return {"available": 0, "reserved": 0, "lots": []}
+        balance = account.balance(now)
+        lots = [
+            {"amount": lot.available, "expires_at": lot.expires_at.isoformat() if lot.expires_at else None}
+            for lot in sorted(account.lots, key=lambda lot: (lot.expires_at is None, lot.expires_at or now))
+            if lot.available > 0 and (lot.expires_at is None or lot.expires_at > now)
+        ]
+        return {"available": balance.available, "reserved": balance.reserved, "lots": lots}
+
+
+class _Replies:
+    def __init__(self, event: InboxEvent) -> None:
+        self._event, self.messages = event, []  # type: list[OutboxMessage]
+
+    def screen(self, screen: str, /, **values: Any) -> None:
+        key = f"in:{self._event.update_id}:{len(self.messages)}"
+        self.messages.append(OutboxMessage(self._event.user.user_id, "screen", {"screen": screen, **values}, key))

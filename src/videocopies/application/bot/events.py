@@ -1,0 +1,74 @@
+"""What edge stores in core's inbox: a Telegram update, reduced to what core decides on.
+
+Edge does the Telegram I/O (a video is already in object storage when its event arrives);
+core never waits on Telegram. Every event carries Telegram's update id, which makes storing
+it idempotent: an edge that retries after a lost answer stores nothing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from videocopies.domain.shared import UserId
+
+
+@attrs.frozen
+class BotUser:
+    user_id: UserId
+    language: str  # "ru" or "en"
+    first_name: str | None = None
+
+
+def language_of(code: str | None) -> str:
+    return "ru" if (code or "").lower().startswith(("ru", "uk", "be", "kk")) else "en"
+
+
+@attrs.frozen
+class StoredVideo:
+    """A video the user sent, as edge found and stored it (key None: not stored, too big)."""
+
+    file_id: str
+    size: int
+    duration_s: float
+    width: int
+    height: int
+    mime_type: str | None
+    source_key: str | None
+    sha256: str | None = None
+
+
+@attrs.frozen
+class InboxEvent:
+    update_id: int
+    user: BotUser
+    kind: str  # text, video, button
+    text: str | None = None
+    video: StoredVideo | None = None
+    data: str | None = None  # a pressed button's callback data
+    event_id: int | None = None  # the inbox row, once stored
+
+    def to_payload(self) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "user": {"id": self.user.user_id, "language": self.user.language, "first_name": self.user.first_name},
+        }
+        if self.text is not None:
+            payload["text"] = self.text
+        if self.data is not None:
+            payload["data"] = self.data
+        if self.video is not None:
+            payload["video"] = attrs.asdict(self.video)
+        return payload
+
+    @classmethod
+    def from_payload(
+        cls, update_id: int, kind: str, payload: Mapping[str, Any], event_id: int | None = None
+    ) -> InboxEvent:
+        user = payload["user"]
+        video = payload.get("video")
+        return cls(
+            update_id, BotUser(UserId(int(user["id"])), user["language"], user.get("first_name")), kind,
+            payload.get("text"), StoredVideo(**video) if video else None, payload.get("data"), event_id,
+        )

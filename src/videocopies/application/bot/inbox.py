@@ -1,0 +1,104 @@
+"""The inbox: every update is stored before edge acknowledges it to Telegram, and is then
+handled in order per user, never two events of one user at once, different users in
+parallel.
+
+A processor leases one user with pending events, handles them oldest first, and marks each
+done in the same transaction that writes its replies to the outbox. A processor that dies
+loses its lease; the next one handles what was not marked done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from videocopies.application.bot.conversation import Conversation
+from videocopies.application.bot.events import InboxEvent
+from videocopies.application.ports import Clock, OutboxMessage
+from videocopies.domain.shared import UserId
+
+log = logging.getLogger(__name__)
+
+
+class Inbox(Protocol):
+    async def add(self, events: Sequence[InboxEvent], now: datetime) -> int:
+        """Store new events (an update id seen before is skipped); returns how many were new."""
+        ...
+    async def lease_user(self, now: datetime, seconds: float) -> UserId | None:
+        """One user with pending events nobody else holds, for `seconds`."""
+        ...
+    async def pending(self, user_id: UserId) -> Sequence[InboxEvent]: ...
+    async def done(self, event: InboxEvent, replies: Sequence[OutboxMessage], outcome: str) -> None:
+        """Mark handled and queue the replies, in one transaction."""
+        ...
+    async def release(self, user_id: UserId) -> None:
+        """Give the user back: forgotten when nothing is pending, else free for the next turn."""
+        ...
+
+
+class InboxProcessor:
+    def __init__(
+        self,
+        inbox: Inbox,
+        conversation: Conversation,
+        clock: Clock,
+        replies_queued: Callable[[], None] = lambda: None,
+        lease_s: float = 30.0,
+    ) -> None:
+        self._inbox, self._conversation, self._clock = inbox, conversation, clock
+        self._replies_queued, self._lease_s = replies_queued, lease_s
+        self.handled = 0
+
+    async def turn(self) -> int:
+        """Handle one user's pending events; 0 when no user was waiting."""
+        user_id = await self._inbox.lease_user(self._clock.now(), self._lease_s)
+        if user_id is None:
+            return 0
+        handled = 0
+        try:
+            for event in await self._inbox.pending(user_id):
+                try:
+                    replies = await self._conversation.handle(event)
+                    outcome = "ok"
+                except Exception as error:  # noqa: BLE001 - one bad event must not stop its user's queue
+                    log.exception("inbox event %s failed", event.update_id)
+                    replies = [OutboxMessage(event.user.user_id, "screen", {"screen": "unknown"},
+                                             f"in:{event.update_id}:error")]
+                    outcome = f"error: {type(error).__name__}: {error}"[:500]
+                await self._inbox.done(event, replies, outcome)
+                handled += 1
+                if replies:
+                    self._replies_queued()
+        finally:
+            await self._inbox.release(user_id)
+        self.handled += handled
+        return handled
+
+    async def run(self, stop: asyncio.Event, wait: Callable[[float], asyncio.Future[bool] | object],
+                  workers: int = 4) -> None:
+        """`workers` users at a time; `wait(timeout)` returns when new events may be there."""
+
+        async def work() -> None:
+            while not stop.is_set():
+                try:
+                    if await self.turn():
+                        continue
+                except Exception as error:  # noqa: BLE001 - the database may be restarting
+                    log.warning("inbox turn failed: %r", error)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(_stopped_or(stop, wait(1.0)), 1.5)
+
+        await asyncio.gather(*(work() for _ in range(workers)))
+
+
+async def _stopped_or(stop: asyncio.Event, waiting: object) -> None:
+    tasks = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(waiting)]  # type: ignore[arg-type]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

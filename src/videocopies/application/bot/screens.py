@@ -1,0 +1,179 @@
+"""The bot's screens in Russian and English. An outbox row holds what happened (a quote, a
+copy ready, an order closed); the words are chosen when the row is sent, in the user's
+language. Buttons carry compact callback data (Telegram allows 1-64 bytes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class Button:
+    text: str
+    data: str
+
+    def __attrs_post_init__(self) -> None:
+        if not 1 <= len(self.data.encode()) <= 64:
+            raise ValueError(f"callback data must be 1-64 bytes: {self.data!r}")
+
+
+@attrs.frozen
+class Screen:
+    text: str
+    buttons: tuple[tuple[Button, ...], ...] = ()
+    video_key: str | None = None  # send this stored object as a video, with `text` as caption
+
+
+TEXTS: Mapping[str, Mapping[str, str]] = {
+    "en": {
+        "welcome": "Hi{name}! Send me a short video and I will make 1, 5 or 10 slightly different copies "
+                   "for Reels, Shorts and TikTok.\nYou have {available} coins.{bonus}",
+        "bonus": "\nA welcome gift of {amount} coins is yours.",
+        "help": "Send a video (up to {max_mb} MB and {max_s} seconds), choose how many copies, confirm the price. "
+                "Each copy arrives as soon as it is ready; cancel at any time and pay only for what you got.\n"
+                "/balance — your coins\n/history — your orders",
+        "choose_copies": "How many copies of this video?",
+        "copies_button": "{n} × {price} coins",
+        "quote": "{copies} copies at {per_copy} coins each: {total} coins.\nThe price holds until {expires}.",
+        "confirm_button": "Confirm — {total} coins",
+        "confirmed": "Order accepted: {copies} copies, {total} coins reserved. "
+                     "You pay only for copies you receive.",
+        "cancel_button": "Cancel",
+        "copy_ready": "Copy {n} of {copies}",
+        "order_done": "All {copies} copies are ready. Charged {charged} coins.",
+        "order_cancelled": "Cancelled. Charged {charged} coins for copies you received; {released} returned.",
+        "order_failed": "Sorry, the copies could not be made ({reason}). Charged {charged} coins; "
+                        "{released} returned.",
+        "cancel_requested": "Stopping… You will be charged only for copies already sent.",
+        "not_enough_coins": "Not enough coins: this needs {needed}, you have {available}.",
+        "quote_expired": "This price has expired. Choose the number of copies again.",
+        "already_confirmed": "This order is already confirmed.",
+        "busy": "We are at capacity right now. Please try again in a few minutes; nothing was charged.",
+        "video_too_big": "This video is too large ({size_mb} MB). The limit is {max_mb} MB.",
+        "video_too_long": "This video is too long ({seconds} s). The limit is {max_s} seconds.",
+        "video_format": "This file is not a video I can work with. Send an MP4, MOV or WebM video.",
+        "send_video_first": "Send me a video first.",
+        "button_invalid": "This button is no longer valid.",
+        "balance": "Available: {available} coins\nReserved for orders in progress: {reserved}",
+        "balance_lot": "• {amount} coins, {expiry}",
+        "expires": "expires {date}",
+        "no_expiry": "no expiry",
+        "history": "Your recent orders:",
+        "history_empty": "No orders yet.",
+        "history_line": "• {date}: {copies} copies, {state}, charged {charged}",
+        "state_quoted": "not confirmed", "state_confirmed": "queued", "state_running": "in progress",
+        "state_done": "done", "state_cancelling": "stopping", "state_cancelled": "cancelled",
+        "state_failed": "failed",
+        "not_found": "I could not find that order.",
+        "unknown": "I did not understand. Send a video, or /help.",
+    },
+    "ru": {
+        "welcome": "Привет{name}! Пришлите короткое видео, и я сделаю 1, 5 или 10 слегка разных копий "
+                   "для Reels, Shorts и TikTok.\nНа вашем счёте {available} монет.{bonus}",
+        "bonus": "\nВам подарок: {amount} монет.",
+        "help": "Пришлите видео (до {max_mb} МБ и {max_s} секунд), выберите число копий, подтвердите цену. "
+                "Каждая копия приходит, как только готова; отменить можно в любой момент — "
+                "оплачиваются только полученные копии.\n/balance — ваши монеты\n/history — ваши заказы",
+        "choose_copies": "Сколько копий сделать?",
+        "copies_button": "{n} × {price} монет",
+        "quote": "{copies} копий по {per_copy} монет: всего {total} монет.\nЦена действует до {expires}.",
+        "confirm_button": "Подтвердить — {total} монет",
+        "confirmed": "Заказ принят: {copies} копий, зарезервировано {total} монет. "
+                     "Оплачиваются только полученные копии.",
+        "cancel_button": "Отменить",
+        "copy_ready": "Копия {n} из {copies}",
+        "order_done": "Все {copies} копий готовы. Списано {charged} монет.",
+        "order_cancelled": "Отменено. Списано {charged} монет за полученные копии; возвращено {released}.",
+        "order_failed": "Не удалось сделать копии ({reason}). Списано {charged} монет; возвращено {released}.",
+        "cancel_requested": "Останавливаю… Спишем только за уже отправленные копии.",
+        "not_enough_coins": "Недостаточно монет: нужно {needed}, у вас {available}.",
+        "quote_expired": "Срок цены истёк. Выберите число копий ещё раз.",
+        "already_confirmed": "Этот заказ уже подтверждён.",
+        "busy": "Сейчас все мощности заняты. Попробуйте через несколько минут; ничего не списано.",
+        "video_too_big": "Видео слишком большое ({size_mb} МБ). Предел — {max_mb} МБ.",
+        "video_too_long": "Видео слишком длинное ({seconds} с). Предел — {max_s} секунд.",
+        "video_format": "Этот файл не похож на видео, с которым я умею работать. Пришлите MP4, MOV или WebM.",
+        "send_video_first": "Сначала пришлите видео.",
+        "button_invalid": "Эта кнопка больше не действует.",
+        "balance": "Доступно: {available} монет\nВ резерве под заказы: {reserved}",
+        "balance_lot": "• {amount} монет, {expiry}",
+        "expires": "сгорят {date}",
+        "no_expiry": "без срока",
+        "history": "Ваши последние заказы:",
+        "history_empty": "Заказов пока нет.",
+        "history_line": "• {date}: {copies} копий, {state}, списано {charged}",
+        "state_quoted": "не подтверждён", "state_confirmed": "в очереди", "state_running": "делается",
+        "state_done": "готов", "state_cancelling": "останавливается", "state_cancelled": "отменён",
+        "state_failed": "не удался",
+        "not_found": "Не нашёл такой заказ.",
+        "unknown": "Не понял. Пришлите видео или /help.",
+    },
+}
+
+
+def text(language: str, name: str, /, **values: Any) -> str:
+    return TEXTS.get(language, TEXTS["en"])[name].format(**values)
+
+
+def _date(value: str | datetime | None) -> str:
+    if value is None:
+        return ""
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
+    """One outbox row as the user sees it."""
+    def t(name: str, /, **values: Any) -> str:
+        return text(language, name, **values)
+
+    if kind == "copy_ready":
+        caption = t("copy_ready", n=payload["index"] + 1, copies=payload["copies"])
+        return Screen(caption, video_key=payload["object_key"])
+    if kind == "order_closed":
+        state = payload["state"]
+        if state == "done":
+            return Screen(t("order_done", copies=payload.get("copies", "?"), charged=payload["charged"]))
+        if state == "cancelled":
+            return Screen(t("order_cancelled", charged=payload["charged"], released=payload["released"]))
+        return Screen(t("order_failed", reason=payload.get("reason") or "?", charged=payload["charged"],
+                        released=payload["released"]))
+    screen = payload["screen"]
+    if screen == "welcome":
+        bonus = t("bonus", amount=payload["bonus"]) if payload.get("bonus") else ""
+        name = f", {payload['name']}" if payload.get("name") else ""
+        return Screen(t("welcome", name=name, available=payload["available"], bonus=bonus))
+    if screen == "choose_copies":
+        row = tuple(Button(t("copies_button", n=n, price=price), f"n:{n}") for n, price in payload["prices"])
+        return Screen(t("choose_copies"), (row,))
+    if screen == "quote":
+        confirm = Button(t("confirm_button", total=payload["total"]), payload["confirm_data"])
+        return Screen(
+            t("quote", copies=payload["copies"], per_copy=payload["per_copy"], total=payload["total"],
+              expires=_date(payload["expires_at"])),
+            ((confirm,),),
+        )
+    if screen == "confirmed":
+        cancel = Button(t("cancel_button"), f"x:{payload['order_id']}")
+        return Screen(t("confirmed", copies=payload["copies"], total=payload["total"]), ((cancel,),))
+    if screen == "balance":
+        lines = [t("balance", available=payload["available"], reserved=payload["reserved"])]
+        for lot in payload["lots"]:
+            expiry = t("expires", date=_date(lot["expires_at"])) if lot["expires_at"] else t("no_expiry")
+            lines.append(t("balance_lot", amount=lot["amount"], expiry=expiry))
+        return Screen("\n".join(lines))
+    if screen == "history":
+        if not payload["orders"]:
+            return Screen(t("history_empty"))
+        lines = [t("history")] + [
+            t("history_line", date=_date(o["created_at"]), copies=o["copies"], state=t(f"state_{o['state']}"),
+              charged=o["charged"])
+            for o in payload["orders"]
+        ]
+        return Screen("\n".join(lines))
+    values = {key: value for key, value in payload.items() if key != "screen"}
+    return Screen(t(screen, **values))
