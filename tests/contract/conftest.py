@@ -29,6 +29,7 @@ class Backend:
     clock: ManualClock
     provider: InMemoryPaymentProvider
     set_capacity: Callable[[int], None]  # an operator's setting, not a port
+    service: object = None  # the whole container, for what the use cases do not cover
 
     def new_uow(self) -> UnitOfWork:
         return self.uow()  # type: ignore[operator,no-any-return]
@@ -47,7 +48,7 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
         store = service.gateways.store()
         yield Backend(
             "memory", service.use_cases, service.gateways.uow, clock, provider,
-            lambda n: setattr(store, "capacity", n),
+            lambda n: setattr(store, "capacity", n), service,
         )
         return
     server: LocalPostgres = request.getfixturevalue("pg_server")
@@ -67,7 +68,7 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
         direct = server.url(name)
         yield Backend(
             request.param, service.use_cases, service.gateways.uow, clock, provider,
-            lambda n: migrate.set_capacity(direct, n),
+            lambda n: migrate.set_capacity(direct, n), service,
         )
     finally:
         await pool.close()

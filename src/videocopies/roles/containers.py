@@ -12,11 +12,15 @@ from videocopies.adapters.memory import (
     ManualClock,
     SequentialIds,
 )
+from videocopies.adapters.memory.bot import InMemoryBotUsers, InMemoryInbox
+from videocopies.adapters.postgres.bot import PostgresBotUsers, PostgresInbox
 from videocopies.adapters.postgres.notifier import PostgresNotifier
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from videocopies.adapters.system import RandomIds, SystemClock
 from videocopies.application import use_cases as uc
+from videocopies.application.bot.conversation import BotSettings, Conversation
+from videocopies.application.bot.inbox import InboxProcessor
 
 
 class MemoryGateways(containers.DeclarativeContainer):
@@ -29,6 +33,8 @@ class MemoryGateways(containers.DeclarativeContainer):
     ids = providers.Singleton(SequentialIds)
     notifier = providers.Singleton(InProcessNotifier)
     payment_provider = providers.Singleton(InMemoryPaymentProvider)
+    inbox = providers.Singleton(InMemoryInbox, store=store)
+    bot_users = providers.Singleton(InMemoryBotUsers, store=store)
 
 
 def _listen_url(config: dict[str, object]) -> str:
@@ -68,6 +74,8 @@ class PostgresGateways(containers.DeclarativeContainer):
     # LISTEN needs a direct connection even when the pool goes through PgBouncer.
     notifier = providers.Singleton(_notifier, config=config)
     payment_provider = providers.Dependency()  # the real provider arrives with the payments work
+    inbox = providers.Singleton(PostgresInbox, pool=pool)
+    bot_users = providers.Singleton(PostgresBotUsers, pool=pool)
 
 
 def _coins_for_packages(packages: dict[int, int]):  # type: ignore[no-untyped-def]
@@ -137,12 +145,39 @@ class UseCases(containers.DeclarativeContainer):
     )
 
 
+class Bot(containers.DeclarativeContainer):
+    """The bot's side of core: the conversation over the use cases, and the inbox processor."""
+
+    gateways = providers.DependenciesContainer()
+    use_cases = providers.DependenciesContainer()
+    settings = providers.Dependency()
+    bot_settings = providers.Object(BotSettings())
+
+    conversation = providers.Singleton(
+        Conversation,
+        uow=gateways.uow.provider,
+        users=gateways.bot_users,
+        clock=gateways.clock,
+        policy=settings.provided.pricing,
+        secret=settings.provided.quote_secret,
+        grant_coins=use_cases.grant_coins,
+        quote_order=use_cases.quote_order,
+        confirm_order=use_cases.confirm_order,
+        cancel_order=use_cases.cancel_order,
+        settings=bot_settings,
+    )
+    inbox_processor = providers.Singleton(
+        InboxProcessor, inbox=gateways.inbox, conversation=conversation, clock=gateways.clock
+    )
+
+
 class InMemoryService(containers.DeclarativeContainer):
     """The whole application on in-memory adapters."""
 
     settings = providers.Dependency()
     gateways = providers.Container(MemoryGateways)
     use_cases = providers.Container(UseCases, gateways=gateways, settings=settings)
+    bot = providers.Container(Bot, gateways=gateways, use_cases=use_cases, settings=settings)
 
 
 class PostgresService(containers.DeclarativeContainer):
@@ -151,3 +186,4 @@ class PostgresService(containers.DeclarativeContainer):
     settings = providers.Dependency()
     gateways = providers.Container(PostgresGateways)
     use_cases = providers.Container(UseCases, gateways=gateways, settings=settings)
+    bot = providers.Container(Bot, gateways=gateways, use_cases=use_cases, settings=settings)

@@ -1,0 +1,174 @@
+"""The bot's inbox and users in PostgreSQL.
+
+Storing events inserts them (an update id seen before is skipped) and marks their users as
+waiting in the same transaction. A processor leases a waiting user with SKIP LOCKED and a
+time limit, so no transaction stays open while events are handled, and a dead processor's
+users are taken over when the lease runs out. Each event is marked done in the transaction
+that queues its replies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import attrs
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from videocopies.adapters.postgres.mappers import order_from_row
+from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo
+from videocopies.application.ports import OutboxMessage
+from videocopies.domain.shared import UserId
+
+_ADD = """
+INSERT INTO inbox (update_id, user_id, kind, payload, received_at)
+SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::jsonb[], %s::timestamptz[])
+ON CONFLICT (update_id) DO NOTHING
+RETURNING user_id
+"""
+# DO UPDATE, not DO NOTHING: it waits for a processor that is releasing this user right now,
+# so the user is never forgotten with an event still waiting.
+_WAITING = """
+INSERT INTO inbox_users (user_id, since)
+SELECT DISTINCT u, %s::timestamptz FROM unnest(%s::bigint[]) AS u
+ON CONFLICT (user_id) DO UPDATE SET since = inbox_users.since
+"""
+_LEASE = """
+UPDATE inbox_users SET claimed_until = %(until)s
+ WHERE user_id = (SELECT user_id FROM inbox_users
+                   WHERE claimed_until IS NULL OR claimed_until <= %(now)s
+                   ORDER BY since LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING user_id
+"""
+_PENDING = """
+SELECT id, update_id, kind, payload FROM inbox WHERE user_id = %s AND processed_at IS NULL ORDER BY id
+"""
+_QUEUE_REPLY = """
+INSERT INTO outbox (user_id, kind, payload, dedup_key, created_at)
+VALUES (%s, %s, %s, %s, now()) ON CONFLICT (dedup_key) DO NOTHING
+"""
+_FORGET = """
+DELETE FROM inbox_users u WHERE u.user_id = %(user)s
+   AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.user_id = %(user)s AND i.processed_at IS NULL)
+"""
+
+
+class PostgresInbox:
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+
+    async def add(self, events: Sequence[InboxEvent], now: datetime) -> int:
+        if not events:
+            return 0
+        columns = (
+            [e.update_id for e in events], [e.user.user_id for e in events], [e.kind for e in events],
+            [Jsonb(e.to_payload()) for e in events], [now] * len(events),
+        )
+        async with self._pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(_ADD, columns)
+            users = [row[0] for row in await cur.fetchall()]
+            if users:
+                await conn.execute(_WAITING, [now, users])
+        return len(users)
+
+    async def lease_user(self, now: datetime, seconds: float) -> UserId | None:
+        async with self._pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(_LEASE, {"now": now, "until": now + timedelta(seconds=seconds)})
+            row = await cur.fetchone()
+        return UserId(row[0]) if row else None
+
+    async def pending(self, user_id: UserId) -> Sequence[InboxEvent]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(_PENDING, [user_id])
+            rows = await cur.fetchall()
+            await conn.commit()
+        return [InboxEvent.from_payload(update, kind, payload, event_id) for event_id, update, kind, payload in rows]
+
+    async def done(self, event: InboxEvent, replies: Sequence[OutboxMessage], outcome: str) -> None:
+        async with self._pool.connection() as conn, conn.transaction():
+            for reply in replies:
+                await conn.execute(_QUEUE_REPLY, [reply.user_id, reply.kind, Jsonb(reply.payload), reply.dedup_key])
+            await conn.execute(
+                "UPDATE inbox SET processed_at = now(), outcome = %s WHERE id = %s", [outcome, event.event_id]
+            )
+
+    async def release(self, user_id: UserId) -> None:
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute("SELECT 1 FROM inbox_users WHERE user_id = %s FOR UPDATE", [user_id])
+            await conn.execute(_FORGET, {"user": user_id})
+            await conn.execute("UPDATE inbox_users SET claimed_until = NULL WHERE user_id = %s", [user_id])
+
+    async def backlog(self) -> int:
+        """Users waiting to be handled (for metrics)."""
+        async with self._pool.connection() as conn:
+            cur = await conn.execute("SELECT count(*) FROM inbox_users")
+            (count,) = await cur.fetchone()  # type: ignore[misc]
+            await conn.commit()
+        return int(count)
+
+
+class PostgresBotUsers:
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+
+    async def remember(self, user: BotUser, now: datetime) -> bool:
+        async with self._pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                "INSERT INTO bot_users (user_id, language, first_name, created_at) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (user_id) DO UPDATE SET language = EXCLUDED.language, first_name = EXCLUDED.first_name "
+                "RETURNING (xmax = 0)",
+                [user.user_id, user.language, user.first_name, now],
+            )
+            (inserted,) = await cur.fetchone()  # type: ignore[misc]
+        return bool(inserted)
+
+    async def set_source(self, user_id: UserId, video: StoredVideo | None) -> None:
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute(
+                "UPDATE bot_users SET source = %s WHERE user_id = %s",
+                [Jsonb(attrs.asdict(video)) if video else None, user_id],
+            )
+
+    async def source(self, user_id: UserId) -> StoredVideo | None:
+        row = await self._one("SELECT source FROM bot_users WHERE user_id = %s", user_id)
+        return StoredVideo(**row["source"]) if row and row["source"] else None
+
+    async def language(self, user_id: UserId) -> str:
+        row = await self._one("SELECT language FROM bot_users WHERE user_id = %s", user_id)
+        return str(row["language"]) if row else "en"
+
+    async def languages(self, user_ids: Sequence[int]) -> dict[int, str]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT user_id, language FROM bot_users WHERE user_id = ANY(%s)", [list(user_ids)]
+            )
+            rows = await cur.fetchall()
+            await conn.commit()
+        return {user_id: language for user_id, language in rows}
+
+    async def history(self, user_id: UserId, limit: int) -> Sequence[Mapping[str, Any]]:
+        async with self._pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(
+                "SELECT * FROM orders WHERE user_id = %s AND state <> 'quoted' ORDER BY created_at DESC LIMIT %s",
+                [user_id, limit],
+            )
+            rows = await cur.fetchall()
+            await conn.commit()
+        orders = [order_from_row(row) for row in rows]
+        return [
+            {"created_at": o.created_at.isoformat(), "copies": o.quote.copies, "state": o.state.value,
+             "charged": o.charged}
+            for o in orders
+        ]
+
+    async def _one(self, query: str, user_id: UserId) -> dict[str, Any] | None:
+        async with self._pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(query, [user_id])
+            row = await cur.fetchone()
+            await conn.commit()
+        return row

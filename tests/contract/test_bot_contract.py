@@ -1,0 +1,101 @@
+"""The bot's inbox, users and conversation: the same cases on the in-memory adapters, on
+PostgreSQL and through PgBouncer."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from videocopies.application import use_cases as uc
+from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo
+from videocopies.application.bot.screens import Screen, render
+from videocopies.domain.jobs import CopyArtifact
+from videocopies.domain.shared import UserId, WorkerId
+
+from .conftest import Backend
+
+BOB = BotUser(UserId(8), "en", "Bob")
+ANNA = BotUser(UserId(9), "ru", "Анна")
+
+
+class Chat:
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        service: Any = backend.service
+        self.inbox = service.gateways.inbox()
+        self.users = service.gateways.bot_users()
+        self.processor = service.bot.inbox_processor()
+        self._updates = itertools.count(1)
+        self._seen = 0
+
+    async def send(self, user: BotUser, kind: str, **fields: Any) -> list[Screen]:
+        await self.inbox.add([InboxEvent(next(self._updates), user, kind, **fields)], self.backend.clock.now())
+        while await self.processor.turn():
+            pass
+        return await self.received(user)
+
+    async def received(self, user: BotUser) -> list[Screen]:
+        async with self.backend.new_uow() as uow:
+            rows = [(i, m) for i, m in await uow.outbox.pending(1000) if i > self._seen]
+        if rows:
+            self._seen = max(i for i, _ in rows)
+        return [render(m.kind, m.payload, user.language) for _, m in rows if m.user_id == user.user_id]
+
+
+@pytest.fixture
+def chat(backend: Backend) -> Chat:
+    return Chat(backend)
+
+
+async def test_an_order_through_the_conversation(chat: Chat) -> None:
+    (welcome,) = await chat.send(ANNA, "text", text="/start")
+    assert "На вашем счёте 50 монет" in welcome.text
+    video = StoredVideo("f", 4_000_000, 10.0, 720, 1280, "video/mp4", "sources/9/1.mp4", "0" * 64)
+    (choose,) = await chat.send(ANNA, "video", video=video)
+    (quote,) = await chat.send(ANNA, "button", data=choose.buttons[0][1].data)  # 5 copies
+    (confirmed,) = await chat.send(ANNA, "button", data=quote.buttons[0][0].data)
+    assert "зарезервировано 20 монет" in confirmed.text
+    cases: Any = chat.backend.cases
+    (job,) = await cases.claim_job()(uc.ClaimJobCommand(WorkerId("w")))
+    artifact = CopyArtifact(f"copies/{job.order_id}/0.mp4", 10, "a" * 64, 10.0, 720, 1280)
+    await cases.checkpoint_copy()(uc.CheckpointCopyCommand(job.job_id, job.token, 0, artifact))
+    (copy,) = await chat.received(ANNA)
+    assert copy.text == "Копия 1 из 5" and copy.video_key == artifact.object_key
+    (history,) = await chat.send(ANNA, "text", text="/history")
+    assert "5 копий, делается" in history.text
+
+
+async def test_an_update_stored_twice_is_handled_once(chat: Chat) -> None:
+    now = chat.backend.clock.now()
+    event = InboxEvent(900, BOB, "text", text="/help")
+    assert await chat.inbox.add([event, InboxEvent(901, BOB, "text", text="/balance")], now) == 2
+    assert await chat.inbox.add([event], now) == 0
+    while await chat.processor.turn():
+        pass
+    assert len(await chat.received(BOB)) == 2
+
+
+async def test_a_user_is_held_by_one_processor_and_comes_back_with_new_events(chat: Chat) -> None:
+    now = chat.backend.clock.now()
+    await chat.inbox.add([InboxEvent(1, BOB, "text", text="/help"), InboxEvent(2, ANNA, "text", text="/help")], now)
+    held = {await chat.inbox.lease_user(now, 30), await chat.inbox.lease_user(now, 30)}
+    assert held == {BOB.user_id, ANNA.user_id}
+    assert await chat.inbox.lease_user(now, 30) is None
+    (event,) = await chat.inbox.pending(BOB.user_id)
+    await chat.inbox.done(event, [], "ok")
+    await chat.inbox.add([InboxEvent(3, BOB, "text", text="/balance")], now)  # arrives mid-turn
+    await chat.inbox.release(BOB.user_id)
+    assert await chat.inbox.lease_user(now, 30) == BOB.user_id  # not forgotten
+    assert [e.update_id for e in await chat.inbox.pending(BOB.user_id)] == [3]
+
+
+async def test_the_users_video_and_language_are_remembered(chat: Chat) -> None:
+    now = chat.backend.clock.now()
+    assert await chat.users.remember(ANNA, now) is True
+    assert await chat.users.remember(ANNA, now) is False
+    assert await chat.users.language(ANNA.user_id) == "ru"
+    video = StoredVideo("f", 1, 1.0, 2, 2, None, "sources/9/x.mp4")
+    await chat.users.set_source(ANNA.user_id, video)
+    assert await chat.users.source(ANNA.user_id) == video
