@@ -45,7 +45,7 @@ def aiogram_bot(sim: BotApiSimulator, token: str | None = None) -> Bot:
 
 @pytest.fixture
 async def sim() -> AsyncIterator[BotApiSimulator]:
-    async with BotApiSimulator(callback_deadline=0.3, pre_checkout_deadline=0.5) as simulator:
+    async with BotApiSimulator(callback_deadline=0.6, pre_checkout_deadline=0.6) as simulator:
         yield simulator
 
 
@@ -124,7 +124,7 @@ async def test_button_press_answered_in_time_and_late(sim, bot):
 
     user.press(sent.message_id, "copies:10")
     late = (await next_updates(bot, updates[-1].update_id + 1))[-1].callback_query
-    await asyncio.sleep(0.4)
+    await asyncio.sleep(0.7)
     with pytest.raises(TelegramBadRequest) as refused:
         await bot.answer_callback_query(late.id)
     assert refused.value.message == QUERY_TOO_OLD
@@ -320,7 +320,7 @@ async def test_pre_checkout_answered_too_late_fails(sim, bot):
     invoice = await bot.send_invoice(user.id, title="t", description="d", payload="p", currency="XTR",
                                      prices=[LabeledPrice(label="x", amount=1)])
     query_id = user.pay(invoice.message_id)
-    await asyncio.sleep(0.6)
+    await asyncio.sleep(0.7)
     with pytest.raises(TelegramBadRequest) as refused:
         await bot.answer_pre_checkout_query(query_id, ok=True)
     assert refused.value.message == QUERY_TOO_OLD
