@@ -23,10 +23,13 @@ import uvloop
 from fastapi import FastAPI
 
 from videocopies.adapters.http.api import JobApiServices, create_app
+from videocopies.adapters.http.edge_api import EdgeApiServices, OutboxNews
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.nodes import CHANNEL as NODES_CHANNEL
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
+from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
 from videocopies.adapters.postgres.peek import PostgresQueuePeek
+from videocopies.application.bot.inbox import InboxProcessor
 from videocopies.application.claims import ClaimWaiters
 from videocopies.application.nodes import NodeAuthenticator
 from videocopies.application.ports import ObjectStore
@@ -34,6 +37,7 @@ from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 
 log = logging.getLogger("videocopies.core")
+INBOX_CHANNEL = "videocopies_inbox"
 
 
 def build(
@@ -106,6 +110,7 @@ class Core:
         schema: migrate.SchemaStatus | None = None,
         lease_sweep_s: float = 10.0,
         claim_concurrency: int = 2,
+        inbox_workers: int = 4,
     ) -> None:
         self.container, self.schema, self._lease_sweep_s = container, schema, lease_sweep_s
         gateways = container.gateways
@@ -120,16 +125,30 @@ class Core:
             peek=self.peek.claimable,
         )
         cases = container.use_cases
+        self.outbox = PostgresOutboxQueue(self.pool)
+        self.outbox_news = OutboxNews(self.outbox.anything)
+        self.inbox_news = asyncio.Event()
+        self.notifier.on(INBOX_CHANNEL, self.inbox_news.set)
+        self.inbox_processor = InboxProcessor(
+            gateways.inbox(), container.bot.conversation(), gateways.clock(), replies_queued=self.outbox_news.queued
+        )
+        self._inbox_workers = inbox_workers
+        self.edge = EdgeApiServices(
+            inbox=gateways.inbox(), inbox_added=self._inbox_added, outbox=self.outbox, news=self.outbox_news,
+            languages=gateways.bot_users().languages, record_delivery=cases.record_delivery(), store=store,
+            clock=gateways.clock(),
+        )
         self.services = JobApiServices(
             authenticator=self.authenticator, waiters=self.waiters,
             renew_lease=cases.renew_lease(), checkpoint_copy=cases.checkpoint_copy(),
             complete_job=cases.complete_job(), fail_job=cases.fail_job(),
             acknowledge_cancel=cases.acknowledge_cancel(), inspect_held_job=cases.inspect_held_job(),
-            store=store, info=self.info,
+            store=store, info=self.info, queued=self.outbox_news.queued,
         )
         self._stop = asyncio.Event()
         self._sweeps: asyncio.Task[None] | None = None
-        self.app: FastAPI = create_app(self.services)
+        self._inbox: asyncio.Task[None] | None = None
+        self.app: FastAPI = create_app(self.services, self.edge)
         self.app.router.lifespan_context = self._lifespan
 
     async def start(self) -> None:
@@ -140,6 +159,7 @@ class Core:
         await self.authenticator.start()
         await self.waiters.start()
         self._sweeps = asyncio.create_task(sweep(self.container, self._stop, self._lease_sweep_s, self.peek))
+        self._inbox = asyncio.create_task(self.inbox_processor.run(self._stop, self._inbox_wait, self._inbox_workers))
 
     def release_claims(self) -> None:
         """Shutting down: parked claims are answered empty now, not after their wait."""
@@ -149,13 +169,24 @@ class Core:
     async def stop(self) -> None:
         self._stop.set()
         await self.waiters.stop()
-        if self._sweeps is not None:
-            await self._sweeps
+        for task in (self._sweeps, self._inbox):
+            if task is not None:
+                await task
         await self.authenticator.stop()
         await self.notifier.stop()
         if self.lease_pool is not self.pool:
             await self.lease_pool.close()
         await self.pool.close()
+
+    def _inbox_added(self) -> None:
+        """Events were stored: wake this core's processors, and by NOTIFY the other cores'."""
+        self.inbox_news.set()
+        self.notifier.announce(INBOX_CHANNEL)
+
+    async def _inbox_wait(self, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.inbox_news.wait(), timeout)
+        self.inbox_news.clear()
 
     async def info(self) -> dict[str, Any]:
         async with self.pool.connection() as conn:

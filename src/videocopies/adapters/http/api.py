@@ -52,6 +52,7 @@ class JobApiServices:
     store: ObjectStore | None  # None: workers share core's storage directly, no URLs signed
     info: Callable[[], Awaitable[dict[str, Any]]]
     url_ttl: timedelta = timedelta(minutes=15)
+    queued: Callable[[], None] = lambda: None  # a write may have queued a message for the user
 
 
 # --- wire models ---------------------------------------------------------------------------
@@ -171,7 +172,8 @@ class _Forbidden(Exception):
 _REFUSALS = {401: {"model": Problem}, 403: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}}
 
 
-def create_app(services: JobApiServices) -> FastAPI:
+def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
+    """`edge`: an EdgeApiServices, to serve edge's inbox and outbox too."""
     started = time.monotonic()
     app = FastAPI(
         title="videocopies core",
@@ -285,23 +287,28 @@ def create_app(services: JobApiServices) -> FastAPI:
         recorded = await services.checkpoint_copy(
             uc.CheckpointCopyCommand(JobId(job_id), OwnerToken(body.token), index, artifact, _wid(node))
         )
+        services.queued()  # the copy goes to the user now
         return CheckpointResponse(recorded=recorded)
 
     @app.post("/v1/jobs/{job_id}/complete", tags=["jobs"], responses=_REFUSALS)
     async def complete(job_id: JOB_ID, body: CompleteRequest, node: Worker) -> dict[str, Any]:
         """Close a job whose every copy is recorded; a retry with the same receipt id gets the same answer."""
-        return await services.complete_job(
+        result = await services.complete_job(
             uc.CompleteJobCommand(JobId(job_id), OwnerToken(body.token), body.receipt_id, _wid(node))
         )
+        services.queued()
+        return result
 
     @app.post("/v1/jobs/{job_id}/fail", tags=["jobs"], responses=_REFUSALS)
     async def fail(job_id: JOB_ID, body: FailRequest, node: Worker) -> dict[str, Any]:
         """Give the job back (queued again while attempts remain); idempotent by receipt id."""
-        return await services.fail_job(
+        result = await services.fail_job(
             uc.FailJobCommand(
                 JobId(job_id), OwnerToken(body.token), body.reason, body.retryable, body.receipt_id, _wid(node)
             )
         )
+        services.queued()
+        return result
 
     @app.post("/v1/jobs/{job_id}/cancel/status", tags=["jobs"], responses=_REFUSALS)
     async def cancel_status(job_id: JOB_ID, body: LeaseBody, node: Worker) -> CancelStatus:
@@ -313,6 +320,7 @@ def create_app(services: JobApiServices) -> FastAPI:
     async def acknowledge_cancel(job_id: JOB_ID, body: LeaseBody, node: Worker) -> dict[str, str]:
         """The worker stopped FFmpeg and its file operations: the job and order close."""
         await services.acknowledge_cancel(JobId(job_id), OwnerToken(body.token), _wid(node))
+        services.queued()
         return {"state": "cancelled"}
 
     @app.post("/v1/jobs/{job_id}/source/url", tags=["jobs"], responses=_REFUSALS)
@@ -332,6 +340,10 @@ def create_app(services: JobApiServices) -> FastAPI:
         key = copy_key(view.order_id, index, body.token)
         return await _signed(services, key, "PUT", {"x-amz-meta-sha256": body.sha256}, sha256=body.sha256)
 
+    if edge is not None:
+        from videocopies.adapters.http.edge_api import add_edge_routes
+
+        add_edge_routes(app, edge, node_with)
     return app
 
 

@@ -31,7 +31,7 @@ class PostgresNotifier(InProcessNotifier):
         self._sending: psycopg.AsyncConnection | None = None
         self._listener: asyncio.Task[None] | None = None
         self._announcer: asyncio.Task[None] | None = None
-        self._pending = False
+        self._pending: set[str] = set()
         self._others: dict[str, Callable[[], None]] = {}
         self.notices = 0  # received
         self.announced = 0  # sent
@@ -64,9 +64,13 @@ class PostgresNotifier(InProcessNotifier):
         """Wake this process's claimers now, and the other processes' by one NOTIFY that
         covers every announcement made while the previous one was on its way."""
         super().job_available()
+        self.announce(CHANNEL)
+
+    def announce(self, channel: str) -> None:
+        """NOTIFY `channel` after the change committed; announcements made meanwhile share one."""
         if self._sending is None:
             return
-        self._pending = True
+        self._pending.add(channel)
         if self._announcer is None or self._announcer.done():
             self._announcer = asyncio.create_task(self._announce(), name="videocopies-notify")
 
@@ -77,17 +81,18 @@ class PostgresNotifier(InProcessNotifier):
 
     async def _announce(self) -> None:
         while self._pending:
-            self._pending = False
+            channel = self._pending.pop()
             try:
                 assert self._sending is not None
-                await self._sending.execute("SELECT pg_notify(%s, '')", [CHANNEL])
-                self.announced += 1
+                await self._sending.execute("SELECT pg_notify(%s, '')", [channel])
+                if channel == CHANNEL:
+                    self.announced += 1
             except psycopg.OperationalError as lost:
                 log.warning("NOTIFY connection lost (%s); reconnecting", lost)
                 await asyncio.sleep(0.5)
                 with contextlib.suppress(psycopg.OperationalError):
                     self._sending = await self._connect(listen=False)
-                self._pending = True
+                self._pending.add(channel)
 
     async def _listen(self) -> None:
         while True:

@@ -1,0 +1,228 @@
+"""Core's API for edge: the inbox it stores updates in, and the outbox it sends from.
+
+Edge stores every update here before it advances its Telegram offset; storing is idempotent
+by update id. It takes outbox messages rendered in the user's language, sends them, and
+reports each one: a copy is charged when its delivery is reported, once.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the dependency annotations at runtime.
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
+from typing import Annotated, Any, Literal
+
+import attrs
+from fastapi import Depends, FastAPI, Path
+from pydantic import BaseModel, Field
+
+from videocopies.adapters.http.api import IDENTIFIER, MAX_BYTES, NO_NUL, SignedUrl, _Body, _Forbidden, _signed
+from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
+from videocopies.application import use_cases as uc
+from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo, language_of
+from videocopies.application.bot.inbox import Inbox
+from videocopies.application.bot.screens import render
+from videocopies.application.errors import NotFound
+from videocopies.application.nodes import Node
+from videocopies.application.ports import Clock, ObjectStore
+from videocopies.domain.shared import OrderId, UserId
+
+SOURCE_KEY = r"^sources/[0-9]+/[A-Za-z0-9._-]+$"
+
+
+class OutboxNews:
+    """Wakes waiting outbox claims: set in-process when something was queued; a slow glance
+    at the table covers news from other processes."""
+
+    def __init__(self, glance: Callable[[], Awaitable[bool]], glance_every_s: float = 2.0) -> None:
+        self._glance, self._every = glance, glance_every_s
+        self._event = asyncio.Event()
+
+    def queued(self) -> None:
+        self._event.set()
+
+    async def wait(self, timeout: float) -> bool:
+        """True when something may be there to claim."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._event.wait(), min(remaining, self._every))
+            if self._event.is_set():
+                self._event.clear()
+                return True
+            if await self._glance():
+                return True
+
+
+@attrs.frozen
+class EdgeApiServices:
+    inbox: Inbox
+    inbox_added: Callable[[], None]
+    outbox: PostgresOutboxQueue
+    news: OutboxNews
+    languages: Callable[[Sequence[int]], Awaitable[dict[int, str]]]
+    record_delivery: Callable[[uc.RecordDeliveryCommand], Awaitable[int]]
+    store: ObjectStore | None
+    clock: Clock
+    url_ttl: timedelta = timedelta(minutes=15)
+
+
+class UserIn(BaseModel):
+    id: int = Field(ge=1, le=2**53)
+    language_code: str | None = Field(None, max_length=16, pattern=IDENTIFIER)
+    first_name: str | None = Field(None, max_length=256, pattern=NO_NUL)
+
+
+class VideoIn(_Body):
+    file_id: str = Field(min_length=1, max_length=256, pattern=IDENTIFIER)
+    size: int = Field(ge=0, le=MAX_BYTES)
+    duration_s: float = Field(ge=0, le=86_400)
+    width: int = Field(ge=0, le=16_384)
+    height: int = Field(ge=0, le=16_384)
+    mime_type: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z0-9.+/-]+$")
+    source_key: str | None = Field(None, max_length=512, pattern=SOURCE_KEY)
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+
+
+class EventIn(_Body):
+    update_id: int = Field(ge=0, le=2**53)
+    user: UserIn
+    kind: Literal["text", "video", "button"]
+    text: str | None = Field(None, max_length=4096, pattern=NO_NUL)
+    data: str | None = Field(None, min_length=1, max_length=64, pattern=NO_NUL)
+    video: VideoIn | None = None
+
+
+class InboxIn(_Body):
+    events: list[EventIn] = Field(min_length=1, max_length=1000)
+
+
+class SourceUploadIn(_Body):
+    user_id: int = Field(ge=1, le=2**53)
+    update_id: int = Field(ge=0, le=2**53)
+    size: int = Field(ge=0, le=MAX_BYTES)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class ButtonOut(BaseModel):
+    text: str
+    data: str
+
+
+class VideoOut(BaseModel):
+    key: str
+    url: str | None
+
+
+class MessageOut(BaseModel):
+    id: int
+    chat_id: int
+    kind: str
+    text: str
+    buttons: list[list[ButtonOut]]
+    video: VideoOut | None
+
+
+class OutboxClaimIn(_Body):
+    limit: int = Field(20, ge=1, le=100)
+    wait_s: float = Field(0.0, ge=0.0, le=60.0)
+
+
+class SentIn(_Body):
+    message_id: int | None = Field(None, ge=0, le=2**53)
+    file_id: str | None = Field(None, max_length=256, pattern=IDENTIFIER)
+
+
+class RetryIn(_Body):
+    after_s: float = Field(ge=0.0, le=3600.0)
+    error: str = Field("", max_length=1000, pattern=NO_NUL)
+
+
+def add_edge_routes(
+    app: FastAPI, services: EdgeApiServices, node_with: Callable[[str], Callable[..., Awaitable[Node]]]
+) -> None:
+    Storer = Annotated[Node, Depends(node_with("inbox"))]
+    Sender = Annotated[Node, Depends(node_with("outbox"))]
+
+    @app.post("/v1/inbox", tags=["edge"])
+    async def store_updates(body: InboxIn, _node: Storer) -> dict[str, int]:
+        """Store updates before acknowledging them to Telegram; an update stored twice counts once."""
+        events = []
+        for e in body.events:
+            if e.video and e.video.source_key and not e.video.source_key.startswith(f"sources/{e.user.id}/"):
+                raise _Forbidden("a source is stored under its own user's prefix")
+            video = StoredVideo(**e.video.model_dump()) if e.video else None
+            user = BotUser(UserId(e.user.id), language_of(e.user.language_code), e.user.first_name)
+            events.append(InboxEvent(e.update_id, user, e.kind, e.text, video, e.data))
+        stored = await services.inbox.add(events, services.clock.now())
+        if stored:
+            services.inbox_added()
+        return {"stored": stored}
+
+    @app.post("/v1/sources/upload-url", tags=["edge"])
+    async def source_upload_url(body: SourceUploadIn, _node: Storer) -> SignedUrl:
+        """Where edge puts a user's video before storing its update."""
+        key = f"sources/{body.user_id}/{body.update_id}.mp4"
+        return await _signed(_Signer(services), key, "PUT", {"x-amz-meta-sha256": body.sha256}, sha256=body.sha256)
+
+    @app.post("/v1/outbox/claim", tags=["edge"])
+    async def claim_outbox(body: OutboxClaimIn, _node: Sender) -> dict[str, list[MessageOut]]:
+        """Messages to send, oldest first, held for this edge for a minute; long-polls up to `wait_s`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + body.wait_s
+        while True:
+            claimed = await services.outbox.claim(services.clock.now(), body.limit)
+            if claimed or loop.time() >= deadline or not await services.news.wait(deadline - loop.time()):
+                break
+        languages = await services.languages(sorted({m.user_id for m in claimed}))
+        messages = []
+        for m in claimed:
+            screen = render(m.kind, m.payload, languages.get(m.user_id, "en"))
+            video = None
+            if screen.video_key:
+                url = None
+                if services.store is not None:
+                    url = await services.store.presigned_url(screen.video_key, services.url_ttl)
+                video = VideoOut(key=screen.video_key, url=url)
+            buttons = [[ButtonOut(text=b.text, data=b.data) for b in row] for row in screen.buttons]
+            messages.append(MessageOut(id=m.message_id, chat_id=m.user_id, kind=m.kind, text=screen.text,
+                                       buttons=buttons, video=video))
+        return {"messages": messages}
+
+    @app.post("/v1/outbox/{message_id}/sent", tags=["edge"])
+    async def message_sent(
+        message_id: Annotated[int, Path(ge=1, le=2**62)], body: SentIn, _node: Sender
+    ) -> dict[str, Any]:
+        """Telegram took the message. A copy is charged now, once, however often this is reported."""
+        message = await services.outbox.get(message_id)
+        if message is None:
+            raise NotFound("outbox message", str(message_id))
+        debited = 0
+        if message.kind == "copy_ready":
+            payload = message.payload
+            debited = await services.record_delivery(
+                uc.RecordDeliveryCommand(OrderId(payload["order_id"]), int(payload["index"]))
+            )
+        recorded = await services.outbox.sent(message_id, body.model_dump(exclude_none=True))
+        return {"recorded": recorded, "debited": debited}
+
+    @app.post("/v1/outbox/{message_id}/retry", tags=["edge"])
+    async def message_retry(
+        message_id: Annotated[int, Path(ge=1, le=2**62)], body: RetryIn, _node: Sender
+    ) -> dict[str, str]:
+        """Telegram refused for now (429 retry_after, a network error): send again later, in order."""
+        await services.outbox.retry_later(message_id, services.clock.now() + timedelta(seconds=body.after_s))
+        return {"state": "held"}
+
+
+class _Signer:
+    """Adapts EdgeApiServices to what `_signed` reads."""
+
+    def __init__(self, services: EdgeApiServices) -> None:
+        self.store, self.url_ttl = services.store, services.url_ttl
+
