@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     revoke.add_argument("name")
     nodes_actions.add_parser("list", help="every node, its role, state and last contact")
     commands.add_parser("worker", help="run a worker (renders copies)")
+    commands.add_parser("edge", help="run the Telegram edge (updates in, messages out)")
     copies = commands.add_parser("copies", help="make copies of a video locally")
     copies_actions = copies.add_subparsers(dest="action", required=True)
     make = copies_actions.add_parser("make", help="the whole path on the embedded defaults")
@@ -83,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         from videocopies.roles.copies_make import make_copies
 
         return make_copies(args.input, args.copies, args.out)
+    if args.command == "edge":
+        from videocopies.roles.edge import main as edge
+
+        return edge()
     if args.command == "worker":
         from videocopies.roles.worker import main as worker
 

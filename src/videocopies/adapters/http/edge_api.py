@@ -136,6 +136,7 @@ class OutboxClaimIn(_Body):
 class SentIn(_Body):
     message_id: int | None = Field(None, ge=0, le=2**53)
     file_id: str | None = Field(None, max_length=256, pattern=IDENTIFIER)
+    error: str | None = Field(None, max_length=1000, pattern=NO_NUL, description="Given up: Telegram refused it.")
 
 
 class RetryIn(_Body):
@@ -198,12 +199,13 @@ def add_edge_routes(
     async def message_sent(
         message_id: Annotated[int, Path(ge=1, le=2**62)], body: SentIn, _node: Sender
     ) -> dict[str, Any]:
-        """Telegram took the message. A copy is charged now, once, however often this is reported."""
+        """Telegram took the message (or refused it for good, with `error`). A copy is charged
+        when it was taken, once, however often this is reported."""
         message = await services.outbox.get(message_id)
         if message is None:
             raise NotFound("outbox message", str(message_id))
         debited = 0
-        if message.kind == "copy_ready":
+        if message.kind == "copy_ready" and body.error is None:
             payload = message.payload
             debited = await services.record_delivery(
                 uc.RecordDeliveryCommand(OrderId(payload["order_id"]), int(payload["index"]))

@@ -1,0 +1,260 @@
+"""Edge's Telegram I/O with aiogram: receive updates and store them in core's inbox before
+the offset moves on; take core's outbox and send it, reporting each message.
+
+Edge makes no business decision. It answers a callback query the moment it arrives (the
+user's spinner stops; what the press means is core's affair), puts a user's video into
+object storage so core never waits on Telegram, and honours Telegram's retry_after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Protocol
+
+from aiogram import Bot
+from aiogram.exceptions import (
+    TelegramBadRequest,
+    TelegramForbiddenError,
+    TelegramNetworkError,
+    TelegramRetryAfter,
+    TelegramServerError,
+)
+from aiogram.types import FSInputFile, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
+
+from videocopies.adapters.http.client import CoreClient
+from videocopies.adapters.objectstore.files import hash_file
+
+log = logging.getLogger(__name__)
+CLOUD_DOWNLOAD_LIMIT = 20 * 1024 * 1024  # getFile refuses larger files outside a local Bot API server
+ALLOWED_UPDATES = ["message", "callback_query"]
+
+
+class SourceStore(Protocol):
+    """Where a user's video goes before its update is stored in the inbox."""
+
+    async def put_source(self, user_id: int, update_id: int, path: Path) -> tuple[str, int, str]: ...
+    async def fetch(self, key: str, url: str | None, path: Path) -> None:
+        """Bring a stored object (a copy to send) to a local file."""
+        ...
+
+
+class SignedUrlSources:
+    """No storage credentials: core signs a URL for each object."""
+
+    def __init__(self, core: CoreClient) -> None:
+        self._core = core
+
+    async def put_source(self, user_id: int, update_id: int, path: Path) -> tuple[str, int, str]:
+        size, sha256 = await asyncio.to_thread(hash_file, path)
+        body = {"user_id": user_id, "update_id": update_id, "size": size, "sha256": sha256}
+        signed = await self._core.call("POST", "/v1/sources/upload-url", body)
+        await self._core.upload(signed["url"], signed["headers"], path, size)
+        return signed["key"], size, sha256
+
+    async def fetch(self, key: str, url: str | None, path: Path) -> None:
+        if url is None:
+            raise RuntimeError(f"core gave no URL for {key}")
+        await self._core.download(url, {}, path)
+
+
+class StoreSources:
+    """Edge beside core's local object store (one machine, the all-in-one role)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    async def put_source(self, user_id: int, update_id: int, path: Path) -> tuple[str, int, str]:
+        key = f"sources/{user_id}/{update_id}.mp4"
+        size, sha256 = await self._store.put_file(key, path)
+        return key, size, sha256
+
+    async def fetch(self, key: str, url: str | None, path: Path) -> None:
+        await self._store.get_file(key, path)
+
+
+class Receiver:
+    def __init__(
+        self, bot: Bot, core: CoreClient, sources: SourceStore, work_dir: Path,
+        local_api: bool = False, max_video_bytes: int = 50 * 1024 * 1024, poll_timeout: int = 20,
+    ) -> None:
+        self._bot, self._core, self._sources, self._work_dir = bot, core, sources, work_dir
+        self._download_limit = max_video_bytes if local_api else min(max_video_bytes, CLOUD_DOWNLOAD_LIMIT)
+        self._poll_timeout = poll_timeout
+        self.stored = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        offset: int | None = None
+        while not stop.is_set():
+            try:
+                updates = await _until(stop, self._bot.get_updates(
+                    offset=offset, timeout=self._poll_timeout, allowed_updates=ALLOWED_UPDATES
+                ))
+            except (TelegramNetworkError, TelegramServerError) as error:
+                log.warning("getUpdates failed (%s); again shortly", error)
+                await asyncio.sleep(1.0)
+                continue
+            if updates is None:
+                return
+            if updates:
+                await self.store(updates)
+                offset = updates[-1].update_id + 1  # only after core has them
+
+    async def store(self, updates: list[Update]) -> None:
+        """Answer callbacks at once, then store the batch; core retries are the client's."""
+        answers = [self._answer(u.callback_query.id) for u in updates if u.callback_query is not None]
+        events = await asyncio.gather(*(self._event(u) for u in updates))
+        await asyncio.gather(*answers)
+        found = [event for event in events if event is not None]
+        if found:
+            await self._core.call("POST", "/v1/inbox", {"events": found})
+            self.stored += len(found)
+
+    async def _answer(self, query_id: str) -> None:
+        try:
+            await self._bot.answer_callback_query(query_id)
+        except TelegramBadRequest as late:
+            log.info("callback %s not answered: %s", query_id, late)
+
+    async def _event(self, update: Update) -> dict[str, Any] | None:
+        if update.callback_query is not None:
+            query = update.callback_query
+            if not query.data:
+                return None
+            return {"update_id": update.update_id, "user": _user(query.from_user), "kind": "button", "data": query.data}
+        message = update.message
+        if message is None or message.from_user is None:
+            return None
+        user = _user(message.from_user)
+        media = message.video or message.document
+        if media is not None:
+            return {"update_id": update.update_id, "user": user, "kind": "video",
+                    "video": await self._video(message, update.update_id)}
+        if message.text:
+            return {"update_id": update.update_id, "user": user, "kind": "text", "text": message.text[:4096]}
+        return {"update_id": update.update_id, "user": user, "kind": "text", "text": ""}
+
+    async def _video(self, message: Message, update_id: int) -> dict[str, Any]:
+        media: Any = message.video or message.document
+        size = media.file_size or 0
+        video = {
+            "file_id": media.file_id, "size": size, "duration_s": float(getattr(media, "duration", 0) or 0),
+            "width": int(getattr(media, "width", 0) or 0), "height": int(getattr(media, "height", 0) or 0),
+            "mime_type": media.mime_type, "source_key": None, "sha256": None,
+        }
+        is_video = (media.mime_type or "").startswith("video/")
+        if not is_video or size > self._download_limit:
+            return video  # core tells the user why; nothing is fetched
+        self._work_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=self._work_dir) as scratch:
+            path = Path(scratch) / "source"
+            file = await self._bot.get_file(media.file_id)
+            assert file.file_path is not None
+            await self._bot.download_file(file.file_path, destination=path)
+            key, stored, sha256 = await self._sources.put_source(message.from_user.id, update_id, path)  # type: ignore[union-attr]
+        video.update(source_key=key, size=stored, sha256=sha256)
+        return video
+
+
+class Sender:
+    """Sends what core's outbox holds, one chat's messages in order, chats in parallel."""
+
+    def __init__(self, bot: Bot, core: CoreClient, sources: SourceStore, work_dir: Path) -> None:
+        self._bot, self._core, self._sources, self._work_dir = bot, core, sources, work_dir
+        self.sent = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                answer = await _until(stop, self._core.call(
+                    "POST", "/v1/outbox/claim", {"limit": 50, "wait_s": 20}, timeout=45
+                ))
+            except Exception as error:  # noqa: BLE001 - core restarting: the client retried already
+                log.warning("outbox claim failed: %r", error)
+                await asyncio.sleep(1.0)
+                continue
+            if answer is None:
+                return
+            await self.send_all(answer["messages"])
+
+    async def send_all(self, messages: list[dict[str, Any]]) -> None:
+        chats: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
+        for message in messages:
+            chats.setdefault(message["chat_id"], []).append(message)
+        await asyncio.gather(*(self._send_chat(chat) for chat in chats.values()))
+
+    async def _send_chat(self, messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            if not await self._send(message):
+                return  # the rest of this chat waits its turn; core hands them out again in order
+
+    async def _send(self, message: dict[str, Any]) -> bool:
+        try:
+            sent = await self._deliver(message)
+        except TelegramRetryAfter as slow_down:
+            await self._retry(message, float(slow_down.retry_after), f"429: {slow_down.message}")
+            return False
+        except (TelegramForbiddenError, TelegramBadRequest) as refused:
+            # Blocked, or a message Telegram will never take: give up on it, charging nothing.
+            await self._core.call("POST", f"/v1/outbox/{message['id']}/sent", {"error": str(refused)[:900]})
+            return True
+        except (TelegramNetworkError, TelegramServerError, OSError) as error:
+            await self._retry(message, 2.0, str(error))
+            return False
+        file_id = None
+        if sent.video is not None:
+            file_id = sent.video.file_id
+        elif sent.document is not None:
+            file_id = sent.document.file_id
+        await self._core.call(
+            "POST", f"/v1/outbox/{message['id']}/sent", {"message_id": sent.message_id, "file_id": file_id}
+        )
+        self.sent += 1
+        return True
+
+    async def _deliver(self, message: dict[str, Any]) -> Message:
+        markup = None
+        if message["buttons"]:
+            markup = InlineKeyboardMarkup(inline_keyboard=[
+                [InlineKeyboardButton(text=b["text"], callback_data=b["data"]) for b in row]
+                for row in message["buttons"]
+            ])
+        video = message.get("video")
+        if not video:
+            return await self._bot.send_message(message["chat_id"], message["text"], reply_markup=markup)
+        self._work_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=self._work_dir) as scratch:
+            path = Path(scratch) / "copy.mp4"
+            await self._sources.fetch(video["key"], video.get("url"), path)
+            return await self._bot.send_video(
+                message["chat_id"], FSInputFile(path, filename="copy.mp4"), caption=message["text"],
+                reply_markup=markup, supports_streaming=True,
+            )
+
+    async def _retry(self, message: dict[str, Any], after_s: float, error: str) -> None:
+        log.info("message %s again in %.1fs: %s", message["id"], after_s, error)
+        with contextlib.suppress(Exception):
+            body = {"after_s": after_s, "error": error[:900]}
+            await self._core.call("POST", f"/v1/outbox/{message['id']}/retry", body)
+
+
+def _user(user: Any) -> dict[str, Any]:
+    return {"id": user.id, "language_code": user.language_code, "first_name": (user.first_name or "")[:256]}
+
+
+async def _until(stop: asyncio.Event, work: Any) -> Any:
+    """The result of `work`, or None when `stop` is set first (the work is cancelled)."""
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        return None
+    return task.result()

@@ -1,0 +1,114 @@
+"""Acceptance: the whole path through a real client. Every role is a process of its own:
+core (PostgreSQL), edge (real aiogram, against the Bot API simulator in local mode),
+a worker (FFmpeg). A user with 50 coins uploads a 25 MB video, orders 5 copies at 4 coins,
+receives the first copy, cancels, downloads what arrived and decodes it fully; then the
+ledger is compared: 4 coins per copy received, nothing reserved, the rest available, and
+the lot keeps its expiry."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from videocopies.adapters.ffmpeg.clips import make_clip
+from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
+from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.adapters.telegram.simulator import BotApiSimulator
+from videocopies.roles.launch import CoreProcess, issue_token, worker_process
+
+SECRET = "acceptance-secret"
+
+
+def _edge(core_url: str, token: str, bot_token: str, sim_url: str, tmp: Path) -> subprocess.Popen[bytes]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("VIDEOCOPIES_")}
+    env.update({
+        "VIDEOCOPIES_CORE_URL": core_url, "VIDEOCOPIES_NODE_TOKEN": token, "VIDEOCOPIES_BOT_TOKEN": bot_token,
+        "VIDEOCOPIES_TELEGRAM_URL": sim_url, "VIDEOCOPIES_TELEGRAM_LOCAL": "1",
+        "VIDEOCOPIES_STORE_DIR": str(tmp / "objects"), "VIDEOCOPIES_WORK_DIR": str(tmp / "edge"),
+    })
+    return subprocess.Popen([sys.executable, "-m", "videocopies.cli", "edge"], env=env, stderr=subprocess.PIPE)
+
+
+@pytest.mark.slow
+def test_a_user_orders_receives_cancels_and_pays_only_for_what_arrived(
+    pg_server: LocalPostgres, database: str, tmp_path: Path
+) -> None:
+    url = pg_server.url(database)
+    clip = make_clip(tmp_path / "upload.mp4", seconds=5, width=540, height=960, noise=30, qp=30)
+    assert clip.stat().st_size > 25 * 10**6
+    processes: list[subprocess.Popen[bytes]] = []
+    with BotApiSimulator(mode="local", files_dir=tmp_path / "telegram") as sim, \
+            CoreProcess(url, quote_secret=SECRET) as core:
+        bot_token = sim.create_bot()
+        processes.append(_edge(core.url, issue_token(url, "edge-1", "edge"), bot_token, sim.url, tmp_path))
+        worker_token = issue_token(url, "worker-1")
+        processes.append(worker_process(core.url, worker_token, tmp_path / "work", tmp_path / "objects"))
+        user = sim.create_user(bot_token, first_name="Ann", language_code="en")
+        try:
+            asyncio.run(_story(user, clip, tmp_path, url))
+        finally:
+            for process in processes:
+                process.send_signal(signal.SIGTERM)
+            for process in processes:
+                try:
+                    _, err = process.communicate(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    _, err = process.communicate()
+                assert process.returncode == 0, err.decode()[-3000:]
+
+
+async def _story(user, clip: Path, tmp: Path, url: str) -> None:  # type: ignore[no-untyped-def]
+    user.send_text("/start")
+    welcome = await user.next_message(contains="50 coins", timeout=30)
+    assert "welcome gift" in welcome.text
+    with psycopg.connect(url) as conn:
+        (expires_before,) = conn.execute("SELECT expires_at FROM coin_lots WHERE user_id = %s", [user.id]).fetchone()
+
+    user.send_video(clip.read_bytes(), width=540, height=960, duration=5, file_name="clip.mp4", mime_type="video/mp4")
+    choose = await user.next_message(contains="How many copies", timeout=60)
+    user.press(choose.message_id, "n:5")
+    quote = await user.next_message(contains="5 copies at 4 coins each: 20 coins", timeout=30)
+    (confirm,) = quote.buttons
+    user.press(quote.message_id, confirm)
+    accepted = await user.next_message(contains="Order accepted", timeout=30)
+    (cancel,) = accepted.buttons
+
+    first = await user.next_message(media="video", timeout=180)
+    assert first.text == "Copy 1 of 5"
+    started = time.monotonic()
+    user.press(accepted.message_id, cancel)
+    closed = await user.next_message(contains="Cancelled", timeout=120)
+    assert time.monotonic() - started < 120
+
+    videos = [entry for entry in user.received if entry.message.get("video")]
+    assert videos and videos[0].seq == first.seq
+    prober = FfmpegDecodingProber()
+    for n, entry in enumerate(videos):
+        path = tmp / f"received-{n}.mp4"
+        path.write_bytes(user.download_video(entry))
+        probed = await prober.probe(path, full_decode=True)
+        assert probed.frames > 0 and probed.has_audio and (probed.width, probed.height) == (540, 960)
+
+    delivered = len(videos)
+    assert f"Charged {4 * delivered} coins" in closed.text
+    user.send_text("/balance")
+    balance = await user.next_message(contains="Available:", timeout=30)
+    assert balance.text.startswith(f"Available: {50 - 4 * delivered} coins")
+    assert "Reserved for orders in progress: 0" in balance.text
+    with psycopg.connect(url) as conn:
+        amount, available, debited, expired, expires_after = conn.execute(
+            "SELECT amount, available, debited, expired, expires_at FROM coin_lots WHERE user_id = %s", [user.id]
+        ).fetchone()
+        (state,) = conn.execute("SELECT state FROM orders WHERE user_id = %s AND state <> 'quoted'",
+                                [user.id]).fetchone()
+    assert (amount, available, debited, expired) == (50, 50 - 4 * delivered, 4 * delivered, 0)
+    assert expires_after == expires_before and state == "cancelled"
