@@ -159,7 +159,11 @@ class Core:
         await self.authenticator.start()
         await self.waiters.start()
         self._sweeps = asyncio.create_task(sweep(self.container, self._stop, self._lease_sweep_s, self.peek))
-        self._inbox = asyncio.create_task(self.inbox_processor.run(self._stop, self._inbox_wait, self._inbox_workers))
+        self._inbox = asyncio.create_task(
+            self.inbox_processor.run(
+                self._stop, self._inbox_wait, self._inbox_workers, safety_poll_s=10.0, peek=self.peek.inbox_waiting
+            )
+        )
 
     def release_claims(self) -> None:
         """Shutting down: parked claims are answered empty now, not after their wait."""
@@ -183,10 +187,12 @@ class Core:
         self.inbox_news.set()
         self.notifier.announce(INBOX_CHANNEL)
 
-    async def _inbox_wait(self, timeout: float) -> None:
+    async def _inbox_wait(self, timeout: float) -> bool:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.inbox_news.wait(), timeout)
+        news = self.inbox_news.is_set()
         self.inbox_news.clear()
+        return news
 
     async def info(self) -> dict[str, Any]:
         async with self.pool.connection() as conn:

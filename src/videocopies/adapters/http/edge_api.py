@@ -35,7 +35,7 @@ class OutboxNews:
     """Wakes waiting outbox claims: set in-process when something was queued; a slow glance
     at the table covers news from other processes."""
 
-    def __init__(self, glance: Callable[[], Awaitable[bool]], glance_every_s: float = 2.0) -> None:
+    def __init__(self, glance: Callable[[], Awaitable[bool]], glance_every_s: float = 5.0) -> None:
         self._glance, self._every = glance, glance_every_s
         self._event = asyncio.Event()
 

@@ -1,4 +1,4 @@
-"""A glance at the queue outside any transaction: one statement, no locks.
+"""A glance at the queues outside any transaction: one statement, no locks.
 
 Core looks before it sweeps or makes a safety-poll claim, so an idle queue costs the
 database one short read per interval instead of a transaction of three statements. A
@@ -13,6 +13,7 @@ _CLAIMABLE = """
 SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'queued')
     OR EXISTS (SELECT 1 FROM jobs WHERE state = 'leased' AND lease_until <= now())
 """
+_INBOX = "SELECT EXISTS (SELECT 1 FROM inbox_users WHERE claimed_until IS NULL OR claimed_until <= now())"
 _LAPSED = "SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'leased' AND lease_until <= now())"
 
 
@@ -25,6 +26,10 @@ class PostgresQueuePeek:
 
     async def lapsed(self) -> bool:
         return await self._ask(_LAPSED)
+
+    async def inbox_waiting(self) -> bool:
+        """Some user has inbox events nobody is handling (news of them may have been lost)."""
+        return await self._ask(_INBOX)
 
     async def _ask(self, query: str) -> bool:
         async with self._pool.connection() as conn:

@@ -10,9 +10,8 @@ loses its lease; the next one handles what was not marked done.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -78,27 +77,49 @@ class InboxProcessor:
         self.handled += handled
         return handled
 
-    async def run(self, stop: asyncio.Event, wait: Callable[[float], asyncio.Future[bool] | object],
-                  workers: int = 4) -> None:
-        """`workers` users at a time; `wait(timeout)` returns when new events may be there."""
+    async def run(
+        self,
+        stop: asyncio.Event,
+        wait: Callable[[float], Awaitable[bool]],
+        workers: int = 4,
+        safety_poll_s: float = 10.0,
+        peek: Callable[[], Awaitable[bool]] | None = None,
+    ) -> None:
+        """Handle waiting users, `workers` at a time, until none is left; then sleep until
+        `wait` reports news (events stored) or the safety poll comes round. An idle inbox
+        costs one glance (`peek`) per safety poll, not a lease attempt per worker."""
+        news = True
+        while not stop.is_set():
+            if news or peek is None or await _safely(peek):
+                await asyncio.gather(*(self._drain(stop) for _ in range(workers)))
+            news = bool(await _stopped_or(stop, wait(safety_poll_s)))
 
-        async def work() -> None:
-            while not stop.is_set():
-                try:
-                    if await self.turn():
-                        continue
-                except Exception as error:  # noqa: BLE001 - the database may be restarting
-                    log.warning("inbox turn failed: %r", error)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(_stopped_or(stop, wait(1.0)), 1.5)
-
-        await asyncio.gather(*(work() for _ in range(workers)))
+    async def _drain(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                if not await self.turn():
+                    return
+            except Exception as error:  # noqa: BLE001 - the database may be restarting
+                log.warning("inbox turn failed: %r", error)
+                await asyncio.sleep(1.0)
+                return
 
 
-async def _stopped_or(stop: asyncio.Event, waiting: object) -> None:
-    tasks = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(waiting)]  # type: ignore[arg-type]
+async def _safely(peek: Callable[[], Awaitable[bool]]) -> bool:
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        return await peek()
+    except Exception as error:  # noqa: BLE001 - when in doubt, look
+        log.warning("inbox peek failed: %r", error)
+        return True
+
+
+async def _stopped_or(stop: asyncio.Event, waiting: Awaitable[bool]) -> bool:
+    """What `waiting` returned, or False when `stop` came first."""
+    stopped = asyncio.ensure_future(stop.wait())
+    task = asyncio.ensure_future(waiting)
+    try:
+        await asyncio.wait({stopped, task}, return_when=asyncio.FIRST_COMPLETED)
+        return bool(task.result()) if task.done() and not task.cancelled() else False
     finally:
-        for task in tasks:
-            task.cancel()
+        stopped.cancel()
+        task.cancel()
