@@ -8,10 +8,8 @@ the lot keeps its expiry."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,19 +20,9 @@ from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
 from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.telegram.simulator import BotApiSimulator
-from videocopies.roles.launch import CoreProcess, issue_token, worker_process
+from videocopies.roles.launch import CoreProcess, edge_process, issue_token, worker_process
 
 SECRET = "acceptance-secret"
-
-
-def _edge(core_url: str, token: str, bot_token: str, sim_url: str, tmp: Path) -> subprocess.Popen[bytes]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("VIDEOCOPIES_")}
-    env.update({
-        "VIDEOCOPIES_CORE_URL": core_url, "VIDEOCOPIES_NODE_TOKEN": token, "VIDEOCOPIES_BOT_TOKEN": bot_token,
-        "VIDEOCOPIES_TELEGRAM_URL": sim_url, "VIDEOCOPIES_TELEGRAM_LOCAL": "1",
-        "VIDEOCOPIES_STORE_DIR": str(tmp / "objects"), "VIDEOCOPIES_WORK_DIR": str(tmp / "edge"),
-    })
-    return subprocess.Popen([sys.executable, "-m", "videocopies.cli", "edge"], env=env, stderr=subprocess.PIPE)
 
 
 @pytest.mark.slow
@@ -48,7 +36,9 @@ def test_a_user_orders_receives_cancels_and_pays_only_for_what_arrived(
     with BotApiSimulator(mode="local", files_dir=tmp_path / "telegram") as sim, \
             CoreProcess(url, quote_secret=SECRET) as core:
         bot_token = sim.create_bot()
-        processes.append(_edge(core.url, issue_token(url, "edge-1", "edge"), bot_token, sim.url, tmp_path))
+        edge_token = issue_token(url, "edge-1", "edge")
+        processes.append(edge_process(core.url, edge_token, bot_token, sim.url, tmp_path / "edge", tmp_path / "objects",
+                                      local_api=True))
         worker_token = issue_token(url, "worker-1")
         processes.append(worker_process(core.url, worker_token, tmp_path / "work", tmp_path / "objects"))
         user = sim.create_user(bot_token, first_name="Ann", language_code="en")

@@ -110,3 +110,21 @@ def worker_process(
     environment.update(env)
     return subprocess.Popen([sys.executable, "-m", "videocopies.cli", "worker"], env=environment,
                             stderr=subprocess.PIPE)
+
+
+def edge_process(
+    core_url: str, token: str, bot_token: str, telegram_url: str, work_dir: Path,
+    store_dir: Path | None = None, local_api: bool = False, **env: str,
+) -> subprocess.Popen[bytes]:
+    """An edge with no database in its environment: core's URL, its token, and the bot's."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("VIDEOCOPIES_")}
+    environment.update({
+        "VIDEOCOPIES_CORE_URL": core_url, "VIDEOCOPIES_NODE_TOKEN": token, "VIDEOCOPIES_BOT_TOKEN": bot_token,
+        "VIDEOCOPIES_TELEGRAM_URL": telegram_url, "VIDEOCOPIES_WORK_DIR": str(work_dir),
+        "VIDEOCOPIES_TELEGRAM_LOCAL": "1" if local_api else "0",
+    })
+    if store_dir is not None:
+        environment["VIDEOCOPIES_STORE_DIR"] = str(store_dir)
+    environment.update(env)
+    return subprocess.Popen([sys.executable, "-m", "videocopies.cli", "edge"], env=environment,
+                            stderr=subprocess.PIPE)
