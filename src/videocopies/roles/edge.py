@@ -6,6 +6,10 @@ Bot API server other than Telegram's, such as a local one or the simulator) with
 VIDEOCOPIES_TELEGRAM_LOCAL=1 for a local Bot API server, VIDEOCOPIES_CORE_URL and
 VIDEOCOPIES_NODE_TOKEN (an edge node's token), VIDEOCOPIES_WORK_DIR, and
 VIDEOCOPIES_STORE_DIR when it shares core's local store (else signed URLs).
+
+Updates arrive by long polling, or by webhook when VIDEOCOPIES_WEBHOOK_URL (the public URL
+Telegram posts to), VIDEOCOPIES_WEBHOOK_SECRET and VIDEOCOPIES_WEBHOOK_LISTEN (host:port
+this process listens on, path /telegram/webhook) are set.
 """
 
 from __future__ import annotations
@@ -21,10 +25,19 @@ import uvloop
 from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
+from aiohttp import web
 
 from videocopies.adapters.http.client import CoreClient, CoreRefused, CoreUnreachable, node_token_from_env
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
-from videocopies.adapters.telegram.edge import Receiver, Sender, SignedUrlSources, SourceStore, StoreSources
+from videocopies.adapters.telegram.edge import (
+    ALLOWED_UPDATES,
+    Receiver,
+    Sender,
+    SignedUrlSources,
+    SourceStore,
+    StoreSources,
+    WebhookReceiver,
+)
 
 log = logging.getLogger("videocopies.edge")
 
@@ -66,11 +79,30 @@ async def serve(env: dict[str, str]) -> int:
             loop.add_signal_handler(sig, stop.set)
         bot_user = await bot.get_me()
         log.info("edge %s serving @%s", me["name"], bot_user.username)
-        await asyncio.gather(receiver.run(stop), sender.run(stop))
+        if webhook_url := env.get("VIDEOCOPIES_WEBHOOK_URL"):
+            await asyncio.gather(_webhook(env, webhook_url, bot, receiver, stop), sender.run(stop))
+        else:
+            await bot.delete_webhook()
+            await asyncio.gather(receiver.run(stop), sender.run(stop))
         return 0
     finally:
         await bot.session.close()
         await core.close()
+
+
+async def _webhook(env: dict[str, str], url: str, bot: Bot, receiver: Receiver, stop: asyncio.Event) -> None:
+    secret = env.get("VIDEOCOPIES_WEBHOOK_SECRET") or ""
+    if len(secret) < 16:
+        raise SystemExit("videocopies edge: VIDEOCOPIES_WEBHOOK_SECRET must be at least 16 characters")
+    host, _, port = env.get("VIDEOCOPIES_WEBHOOK_LISTEN", "127.0.0.1:8443").rpartition(":")
+    runner = web.AppRunner(WebhookReceiver(receiver, bot, secret).app())
+    await runner.setup()
+    await web.TCPSite(runner, host or "127.0.0.1", int(port)).start()
+    try:
+        await bot.set_webhook(url, secret_token=secret, allowed_updates=ALLOWED_UPDATES)
+        await stop.wait()
+    finally:
+        await runner.cleanup()
 
 
 def main() -> int:

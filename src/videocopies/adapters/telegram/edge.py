@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import tempfile
 from collections import OrderedDict
@@ -25,6 +26,7 @@ from aiogram.exceptions import (
     TelegramServerError,
 )
 from aiogram.types import FSInputFile, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
+from aiohttp import web
 
 from videocopies.adapters.http.client import CoreClient
 from videocopies.adapters.objectstore.files import hash_file
@@ -158,6 +160,36 @@ class Receiver:
             key, stored, sha256 = await self._sources.put_source(message.from_user.id, update_id, path)  # type: ignore[union-attr]
         video.update(source_key=key, size=stored, sha256=sha256)
         return video
+
+
+class WebhookReceiver:
+    """Updates pushed by Telegram: each is answered 200 only once core has stored it, so a
+    refusal or a crash makes Telegram deliver it again. The secret token is checked first."""
+
+    def __init__(self, receiver: Receiver, bot: Bot, secret: str) -> None:
+        self._receiver, self._bot, self._secret = receiver, bot, secret
+        self.refused = 0
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=1024 * 1024)
+        app.router.add_post("/telegram/webhook", self._handle)
+        return app
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        presented = request.headers.get("X-Telegram-Bot-Api-Secret-Token", "")
+        if not hmac.compare_digest(presented.encode(), self._secret.encode()):
+            self.refused += 1
+            return web.Response(status=401, text="wrong secret token")
+        try:
+            update = Update.model_validate(await request.json(), context={"bot": self._bot})
+        except ValueError:
+            return web.Response(status=400, text="not an update")
+        try:
+            await self._receiver.store([update])
+        except Exception as error:  # noqa: BLE001 - Telegram delivers it again
+            log.warning("update %s not stored: %r", update.update_id, error)
+            return web.Response(status=503, text="not stored")
+        return web.Response(status=200)
 
 
 class Sender:
