@@ -1,4 +1,4 @@
-"""The demo: the seed's order walked end to end on the in-memory adapters, step by step."""
+"""The demo: the seed's order on the in-memory adapters, real copies, then the bot through the simulator."""
 
 from __future__ import annotations
 
@@ -124,10 +124,7 @@ class Demo:
         return 0 if ok else 1
 
 
-def main(out: Path = Path("var/demo-copies")) -> int:
-    """The seed walk on the in-memory adapters, then five real copies of a generated clip."""
-    if (status := asyncio.run(Demo().run())) != 0:
-        return status
+def real_copies(out: Path) -> int:
     from videocopies.adapters.ffmpeg.clips import make_clip
     from videocopies.roles.copies_make import make_copies
 
@@ -137,3 +134,19 @@ def main(out: Path = Path("var/demo-copies")) -> int:
         clip = make_clip(Path(scratch) / "demo.mp4", seconds=3, width=720, height=1280)
         print(f"generated a 3 s 720x1280 clip ({clip.stat().st_size} bytes); making 5 copies into {out}/")
         return make_copies(clip, 5, out)
+
+
+def bot_story() -> int:
+    from videocopies.roles.demo_bot import run_bot_story
+
+    print("\nNow through Telegram: core, edge and a worker as processes, a user on the Bot API simulator.")
+    return run_bot_story()
+
+
+def main(out: Path = Path("var/demo-copies")) -> int:
+    """The seed walk on the in-memory adapters, five real copies of a generated clip, then the bot story."""
+    if (status := asyncio.run(Demo().run())) != 0:
+        return status
+    if (status := real_copies(out)) != 0:
+        return status
+    return bot_story()
