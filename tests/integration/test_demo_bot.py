@@ -28,13 +28,8 @@ def test_the_copies_arrive_one_by_one_decode_and_the_balance_matches(story: tupl
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="core's order_closed for a done order carries no 'copies' and the coins charged when the job "
-           "finished, not when the last copy arrived: the user reads 'All ? copies are ready. Charged 16 coins.'",
-)
 def test_the_whole_story_holds(story: tuple[int, str]) -> None:
     code, text = story
     assert code == 0, text
-    assert "bot: All 5 copies are ready. Charged 20 coins." in text
+    assert "bot: All 5 copies are ready: 20 coins, each copy charged as it arrives." in text
     assert "MISMATCH" not in text

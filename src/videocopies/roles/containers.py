@@ -132,6 +132,7 @@ class UseCases(containers.DeclarativeContainer):
         uc.ExpireLeases, uow=gateways.uow.provider, clock=gateways.clock, notifier=gateways.notifier
     )
     record_delivery = providers.Singleton(uc.RecordDelivery, uow=gateways.uow.provider, clock=gateways.clock)
+    give_up_delivery = providers.Singleton(uc.GiveUpDelivery, uow=gateways.uow.provider, clock=gateways.clock)
     credit_payment = providers.Singleton(
         uc.CreditPayment, uow=gateways.uow.provider, clock=gateways.clock,
         valid_for=settings.provided.purchase_valid_for,

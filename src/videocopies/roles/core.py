@@ -135,7 +135,8 @@ class Core:
         self._inbox_workers = inbox_workers
         self.edge = EdgeApiServices(
             inbox=gateways.inbox(), inbox_added=self._inbox_added, outbox=self.outbox, news=self.outbox_news,
-            languages=gateways.bot_users().languages, record_delivery=cases.record_delivery(), store=store,
+            languages=gateways.bot_users().languages, record_delivery=cases.record_delivery(),
+            give_up_delivery=cases.give_up_delivery(), store=store,
             clock=gateways.clock(),
         )
         self.services = JobApiServices(

@@ -151,7 +151,7 @@ async def tell(user: SimulatedUser, clip: Path, scratch: Path, say: Narrator) ->
     await receive_copies(user, confirmed_at, scratch, say)
     done = await user.next_message(contains="copies are ready", after=accepted.seq, timeout=60)
     say.bot_says(done.text)
-    expected = f"All {COPIES} copies are ready. Charged 20 coins."
+    expected = f"All {COPIES} copies are ready: 20 coins, each copy charged as it arrives."
     say.check(done.text == expected, f"the last message should read {expected!r}")
 
     say.step("The user sends /balance")

@@ -26,7 +26,8 @@ async def test_cancelling_an_order_whose_job_is_still_queued_settles_at_once(sho
     assert shop.figures() == (50, 0, 0, 0)
     (closed,) = shop.outbox("order_closed")
     assert closed.payload == {
-        "order_id": order_id, "state": "cancelled", "charged": 0, "released": 20, "reason": None,
+        "order_id": order_id, "state": "cancelled", "copies": 5, "charged": 0, "pending": 0, "released": 20,
+        "reason": None,
     }
     assert await shop.claim() == []
 

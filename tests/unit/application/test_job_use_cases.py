@@ -122,7 +122,9 @@ async def test_a_final_failure_fails_the_order_and_returns_only_the_coins_of_cop
     assert shop.figures() == (42, 4, 4, 0)  # 3 unrendered copies back; copy 1 still on its way
     (closed,) = shop.outbox("order_closed")
     assert closed.payload == {
-        "order_id": order_id, "state": "failed", "charged": 4, "released": 12, "reason": "source is unreadable",
+        # copy 0 delivered, copy 1 on its way (charged when it arrives), the other three returned
+        "order_id": order_id, "state": "failed", "copies": 5, "charged": 4, "pending": 4, "released": 12,
+        "reason": "source is unreadable",
     }
     assert await shop.deliver(order_id, 1) == 4
     assert shop.figures() == (42, 0, 8, 0)

@@ -121,7 +121,11 @@ async def test_an_order_from_quote_to_done_charges_each_delivered_copy_once(shop
     assert shop.order_state(order_id) is OrderState.DONE
     assert shop.job_of(order_id).state is JobState.DONE
     (closed,) = shop.outbox("order_closed")
-    assert closed.payload == {"order_id": order_id, "state": "done", "charged": 4, "released": 0, "reason": None}
+    # Every copy rendered: one charged already, four as their deliveries are reported.
+    assert closed.payload == {
+        "order_id": order_id, "state": "done", "copies": 5, "charged": 4, "pending": 16, "released": 0,
+        "reason": None,
+    }
     assert shop.figures() == (30, 16, 4, 0)  # rendered copies stay reserved until delivered
 
     for index in (1, 2, 3, 4):
@@ -190,3 +194,19 @@ async def test_a_done_order_whose_copies_were_all_delivered_leaves_its_reservati
     reservation = shop.store.accounts[USER].reservation(order_id)
     assert reservation is not None and reservation.held == 0
     assert reservation.open is False
+
+
+async def test_a_copy_that_cannot_be_delivered_is_never_charged_and_its_coins_come_back(shop) -> None:  # type: ignore[no-untyped-def]
+    await shop.grant(50)
+    order_id = await shop.order(5)
+    job = await shop.claim_one()
+    await shop.checkpoint_all(job)
+    await shop.complete(job)
+    await shop.deliver(order_id, 0)
+    assert shop.figures() == (30, 16, 4, 0)
+    # The user blocked the bot: edge gives up on copy 2, and copy 2 alone.
+    give_up = shop.cases.give_up_delivery()
+    assert await give_up(uc.RecordDeliveryCommand(order_id, 2)) == 4
+    assert await give_up(uc.RecordDeliveryCommand(order_id, 2)) == 0  # a repeated report changes nothing
+    assert await shop.deliver(order_id, 2) == 0  # nor does a late delivery report
+    assert shop.figures() == (34, 12, 4, 0)

@@ -67,6 +67,7 @@ class EdgeApiServices:
     news: OutboxNews
     languages: Callable[[Sequence[int]], Awaitable[dict[int, str]]]
     record_delivery: Callable[[uc.RecordDeliveryCommand], Awaitable[int]]
+    give_up_delivery: Callable[[uc.RecordDeliveryCommand], Awaitable[int]]
     store: ObjectStore | None
     clock: Clock
     url_ttl: timedelta = timedelta(minutes=15)
@@ -205,11 +206,12 @@ def add_edge_routes(
         if message is None:
             raise NotFound("outbox message", str(message_id))
         debited = 0
-        if message.kind == "copy_ready" and body.error is None:
-            payload = message.payload
-            debited = await services.record_delivery(
-                uc.RecordDeliveryCommand(OrderId(payload["order_id"]), int(payload["index"]))
-            )
+        if message.kind == "copy_ready":
+            copy = uc.RecordDeliveryCommand(OrderId(message.payload["order_id"]), int(message.payload["index"]))
+            if body.error is None:
+                debited = await services.record_delivery(copy)
+            else:
+                await services.give_up_delivery(copy)
         recorded = await services.outbox.sent(message_id, body.model_dump(exclude_none=True))
         return {"recorded": recorded, "debited": debited}
 

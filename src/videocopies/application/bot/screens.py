@@ -44,10 +44,11 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
                      "You pay only for copies you receive.",
         "cancel_button": "Cancel",
         "copy_ready": "Copy {n} of {copies}",
-        "order_done": "All {copies} copies are ready. Charged {charged} coins.",
+        "order_done": "All {copies} copies are ready: {total} coins, each copy charged as it arrives.",
         "order_cancelled": "Cancelled. Charged {charged} coins for copies you received; {released} returned.",
-        "order_failed": "Sorry, the copies could not be made ({reason}). Charged {charged} coins; "
-                        "{released} returned.",
+        "order_failed": "Sorry, the copies could not be made ({reason}). Charged {charged} coins for copies "
+                        "you received{pending}; {released} returned.",
+        "pending": ", {amount} more for copies on their way",
         "cancel_requested": "Stopping… You will be charged only for copies already sent.",
         "not_enough_coins": "Not enough coins: this needs {needed}, you have {available}.",
         "quote_expired": "This price has expired. Choose the number of copies again.",
@@ -86,9 +87,11 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
                      "Оплачиваются только полученные копии.",
         "cancel_button": "Отменить",
         "copy_ready": "Копия {n} из {copies}",
-        "order_done": "Все {copies} копий готовы. Списано {charged} монет.",
+        "order_done": "Все {copies} копий готовы: {total} монет, каждая копия списывается при получении.",
         "order_cancelled": "Отменено. Списано {charged} монет за полученные копии; возвращено {released}.",
-        "order_failed": "Не удалось сделать копии ({reason}). Списано {charged} монет; возвращено {released}.",
+        "order_failed": "Не удалось сделать копии ({reason}). Списано {charged} монет за полученные копии"
+                        "{pending}; возвращено {released}.",
+        "pending": ", ещё {amount} — за копии в пути",
         "cancel_requested": "Останавливаю… Спишем только за уже отправленные копии.",
         "not_enough_coins": "Недостаточно монет: нужно {needed}, у вас {available}.",
         "quote_expired": "Срок цены истёк. Выберите число копий ещё раз.",
@@ -136,12 +139,13 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
         return Screen(caption, video_key=payload["object_key"])
     if kind == "order_closed":
         state = payload["state"]
+        pending = payload.get("pending", 0)
         if state == "done":
-            return Screen(t("order_done", copies=payload.get("copies", "?"), charged=payload["charged"]))
+            return Screen(t("order_done", copies=payload["copies"], total=payload["charged"] + pending))
         if state == "cancelled":
             return Screen(t("order_cancelled", charged=payload["charged"], released=payload["released"]))
         return Screen(t("order_failed", reason=payload.get("reason") or "?", charged=payload["charged"],
-                        released=payload["released"]))
+                        pending=t("pending", amount=pending) if pending else "", released=payload["released"]))
     screen = payload["screen"]
     if screen == "welcome":
         bonus = t("bonus", amount=payload["bonus"]) if payload.get("bonus") else ""

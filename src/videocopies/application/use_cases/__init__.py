@@ -26,14 +26,14 @@ from videocopies.application.use_cases.payments import (
     ReconcilePayments,
 )
 from videocopies.application.use_cases.quote_order import QuoteOrder, QuoteOrderCommand
-from videocopies.application.use_cases.record_delivery import RecordDelivery, RecordDeliveryCommand
+from videocopies.application.use_cases.record_delivery import GiveUpDelivery, RecordDelivery, RecordDeliveryCommand
 
 __all__ = [
     "AcknowledgeCancel", "CancelOrder", "CancelOrderCommand", "CheckpointCopy",
     "CheckpointCopyCommand", "ClaimJob", "ClaimJobCommand", "ClaimedJob", "CompleteJob",
     "CompleteJobCommand", "ConfirmOrder", "ConfirmOrderCommand", "CreditPayment",
     "CreditPaymentCommand", "ExpireCoins", "ExpireLeases", "FailJob", "FailJobCommand",
-    "GrantCoins", "GrantCoinsCommand", "HeldJobView", "InspectHeldJob", "QuoteOrder", "QuoteOrderCommand",
-    "ReconcilePayments",
+    "GiveUpDelivery", "GrantCoins", "GrantCoinsCommand", "HeldJobView", "InspectHeldJob", "QuoteOrder",
+    "QuoteOrderCommand", "ReconcilePayments",
     "RecordDelivery", "RecordDeliveryCommand", "RenewLease", "RenewLeaseCommand",
 ]

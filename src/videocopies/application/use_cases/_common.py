@@ -9,7 +9,7 @@ from videocopies.application.errors import NotFound
 from videocopies.application.ports import OutboxMessage, RefusedWrite, UnitOfWork
 from videocopies.domain.coins import CoinAccount
 from videocopies.domain.jobs import Job, JobState, LeaseLossReason, LeaseLost
-from videocopies.domain.orders import Order, OrderState
+from videocopies.domain.orders import CopyState, Order, OrderState
 from videocopies.domain.shared import JobId, OrderId, OwnerToken, UserId, WorkerId
 
 UowFactory = Callable[[], UnitOfWork]
@@ -63,7 +63,10 @@ async def settle(uow: UnitOfWork, order: Order, released: int, now: datetime) ->
             {
                 "order_id": order.order_id,
                 "state": order.state.value,
+                "copies": len(order.copies),
                 "charged": order.charged,
+                # Rendered copies still on their way: charged as each arrives, returned if it cannot.
+                "pending": order.price_per_copy * order.count(CopyState.RENDERED),
                 "released": released,
                 "reason": order.failure_reason,
             },

@@ -32,3 +32,24 @@ class RecordDelivery:
                 debited = account.debit(order.order_id, price, key=f"copy:{cmd.index}")
             await uow.commit()
             return debited
+
+
+class GiveUpDelivery:
+    """A copy that cannot reach the user (they blocked the bot, Telegram refused the file)
+    is dropped, and its price goes back to the user's lots: never charged, never stuck."""
+
+    def __init__(self, uow: UowFactory, clock: Clock) -> None:
+        self._uow, self._clock = uow, clock
+
+    async def __call__(self, cmd: RecordDeliveryCommand) -> int:
+        async with self._uow() as uow:
+            order = await load_order(uow, cmd.order_id)
+            price = order.give_up_delivery(cmd.index)
+            returned = 0
+            if price:
+                account = await load_account(uow, order.user_id)
+                reservation = account.reservation(order.order_id)
+                if reservation is not None and reservation.open:
+                    returned = account.release(order.order_id, self._clock.now(), min(price, reservation.held))
+            await uow.commit()
+            return returned
