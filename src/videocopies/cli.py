@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="videocopies", description=__doc__)
     parser.add_argument("--database-url", help="PostgreSQL URL (default: $VIDEOCOPIES_DATABASE_URL)")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="walk one order end to end on the in-memory adapters")
+    commands.add_parser("demo", help="the seed walk, real copies, then one order through the bot simulator")
     db = commands.add_parser("db", help="create, upgrade or check the database schema")
     db_actions = db.add_subparsers(dest="action", required=True)
     init = db_actions.add_parser("init", help="create the database (if missing) and its schema")
