@@ -73,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     make.add_argument("-o", "--out", type=Path, required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+    # Every request a client makes is not news; a role's log is for what went wrong or changed.
+    for chatty in ("alembic", "httpx", "aiogram.event", "aiohttp.access"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     if args.command == "demo":
         from videocopies.roles.demo import main as demo
 
