@@ -99,3 +99,13 @@ async def test_the_users_video_and_language_are_remembered(chat: Chat) -> None:
     video = StoredVideo("f", 1, 1.0, 2, 2, None, "sources/9/x.mp4")
     await chat.users.set_source(ANNA.user_id, video)
     assert await chat.users.source(ANNA.user_id) == video
+
+
+async def test_a_message_marked_sent_is_no_longer_pending(chat: Chat) -> None:
+    await chat.send(BOB, "text", text="/help")
+    async with chat.backend.new_uow() as uow:
+        ((message_id, message),) = await uow.outbox.pending(10)
+        await uow.outbox.mark_sent(message_id)
+        await uow.commit()
+    async with chat.backend.new_uow() as uow:
+        assert await uow.outbox.pending(10) == []

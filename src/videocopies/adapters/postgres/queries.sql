@@ -176,7 +176,7 @@ VALUES (%(user_id)s, %(kind)s, %(payload)s, %(dedup_key)s, now())
 SELECT id, user_id, kind, payload, dedup_key FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT %(limit)s;
 
 -- mark_outbox_sent --
-UPDATE outbox SET sent_at = now() WHERE id = %(id)s;
+UPDATE outbox SET sent_at = now() WHERE id = %(id)s RETURNING id;
 
 -- take_slot --
 -- A free capacity slot for this order; rows other confirmations hold are skipped, so

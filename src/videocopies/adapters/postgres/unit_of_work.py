@@ -341,7 +341,7 @@ class PostgresOutbox:
         return [(r["id"], OutboxMessage(UserId(r["user_id"]), r["kind"], r["payload"], r["dedup_key"])) for r in rows]
 
     async def mark_sent(self, message_id: int) -> None:
-        await self._uow.execute("mark_outbox_sent", {"id": message_id})
+        await self._uow.fetchone("mark_outbox_sent", {"id": message_id})
 
 
 class PostgresCapacity:
