@@ -108,6 +108,38 @@ def control_routes(state: SimulatorState) -> list[Route]:
             raise KeyError(request.path_params["message_id"])
         return JSONResponse(message)
 
+    async def new_users(request: Request) -> Response:
+        """Many users at once, for load runs: {"bot_token", "users": [{"id", "first_name", ...}]}."""
+        data = await body(request)
+        bot = state.bots[data["bot_token"]] if data.get("bot_token") else None
+        made = []
+        for spec in data["users"]:
+            fields = {k: spec[k] for k in ("first_name", "language_code", "last_name", "username") if k in spec}
+            made.append(create_user(state, bot, user_id=spec.get("id"), **fields).profile.to_json())
+        return JSONResponse({"users": made}, status_code=201)
+
+    async def burst(request: Request) -> Response:
+        """Many users act at once, for load runs: each action is {"user_id", "text"} or
+        {"user_id", "message_id", "data"} (a press). Answers when each was accepted."""
+        data = await body(request)
+        accepted = []
+        for action in data["actions"]:
+            who = SimulatedUser(state, int(action["user_id"]))
+            if "text" in action:
+                who.send_text(str(action["text"]))
+            else:
+                who.press(int(action["message_id"]), str(action["data"]))
+            accepted.append({"user_id": who.id, "at": state.clock()})
+        return JSONResponse({"accepted": accepted}, status_code=201)
+
+    async def received_many(request: Request) -> Response:
+        """What several users received: ?users=1,2,3 (and ?after=seq for each)."""
+        ids = [int(u) for u in request.query_params["users"].split(",") if u]
+        after = int(request.query_params.get("after", 0))
+        return JSONResponse({
+            str(u): [e.to_json() for e in SimulatedUser(state, u).received if e.seq > after] for u in ids
+        })
+
     async def file(request: Request) -> Response:
         file_id = request.path_params["file_id"]
         with state.lock:
@@ -120,6 +152,9 @@ def control_routes(state: SimulatorState) -> list[Route]:
         Route("/health", guarded(health), methods=["GET"]),
         Route("/bots", guarded(new_bot), methods=["POST"]),
         Route("/users", guarded(new_user), methods=["POST"]),
+        Route("/users/bulk", guarded(new_users), methods=["POST"]),
+        Route("/burst", guarded(burst), methods=["POST"]),
+        Route("/received", guarded(received_many), methods=["GET"]),
         Route("/users/{user_id:int}/messages", guarded(send_text), methods=["POST"]),
         Route("/users/{user_id:int}/videos", guarded(send_video), methods=["POST"]),
         Route("/users/{user_id:int}/presses", guarded(press), methods=["POST"]),
