@@ -157,10 +157,10 @@ async def test_an_update_stored_twice_is_handled_once(chat: Chat) -> None:
 async def test_one_users_events_are_never_handled_at_once(chat: Chat) -> None:
     now = chat.shop.clock.now()
     await chat.inbox.add([InboxEvent(1, BOB, "text", text="/help"), InboxEvent(2, ANNA, "text", text="/help")], now)
-    first = await chat.inbox.lease_user(now, 30)
-    second = await chat.inbox.lease_user(now, 30)
+    (first,) = await chat.inbox.lease_users(now, 30, 1)
+    (second,) = await chat.inbox.lease_users(now, 30, 1)
     assert {first, second} == {BOB.user_id, ANNA.user_id}
-    assert await chat.inbox.lease_user(now, 30) is None  # both held
+    assert await chat.inbox.lease_users(now, 30, 5) == []  # both held
 
 
 def test_the_confirm_mac_is_short_and_bound_to_the_quote() -> None:

@@ -32,20 +32,22 @@ class InMemoryInbox:
                 new += 1
         return new
 
-    async def lease_user(self, now: datetime, seconds: float) -> UserId | None:
+    async def lease_users(self, now: datetime, seconds: float, limit: int) -> Sequence[UserId]:
         waiting = sorted(
             (e.event_id or 0, e.user.user_id) for e in self.events.values() if e.update_id not in self.processed
         )
+        leased: list[UserId] = []
         for _, user_id in waiting:
             until = self._leases.get(user_id)
-            if until is None or until <= now:
+            if user_id not in leased and (until is None or until <= now) and len(leased) < limit:
                 self._leases[user_id] = now + timedelta(seconds=seconds)
-                return user_id
-        return None
+                leased.append(user_id)
+        return leased
 
-    async def pending(self, user_id: UserId) -> Sequence[InboxEvent]:
+    async def pending(self, user_ids: Sequence[UserId]) -> Sequence[InboxEvent]:
+        wanted = set(user_ids)
         return sorted(
-            (e for e in self.events.values() if e.user.user_id == user_id and e.update_id not in self.processed),
+            (e for e in self.events.values() if e.user.user_id in wanted and e.update_id not in self.processed),
             key=lambda e: e.event_id or 0,
         )
 
@@ -56,8 +58,9 @@ class InMemoryInbox:
                 self._store.outbox[next(self._store._outbox_ids)] = message
         self.processed[event.update_id] = outcome
 
-    async def release(self, user_id: UserId) -> None:
-        self._leases.pop(user_id, None)
+    async def release(self, user_ids: Sequence[UserId]) -> None:
+        for user_id in user_ids:
+            self._leases.pop(user_id, None)
 
 
 class InMemoryBotUsers:

@@ -31,28 +31,30 @@ RETURNING user_id
 """
 # DO UPDATE, not DO NOTHING: it waits for a processor that is releasing this user right now,
 # so the user is never forgotten with an event still waiting.
+# Rows are locked in user id order, here and in release, so the two never deadlock.
 _WAITING = """
 INSERT INTO inbox_users (user_id, since)
-SELECT DISTINCT u, %s::timestamptz FROM unnest(%s::bigint[]) AS u
+SELECT u, %s::timestamptz FROM (SELECT DISTINCT unnest(%s::bigint[]) AS u ORDER BY 1) AS users
 ON CONFLICT (user_id) DO UPDATE SET since = inbox_users.since
 """
 _LEASE = """
 UPDATE inbox_users SET claimed_until = %(until)s
- WHERE user_id = (SELECT user_id FROM inbox_users
-                   WHERE claimed_until IS NULL OR claimed_until <= %(now)s
-                   ORDER BY since LIMIT 1 FOR UPDATE SKIP LOCKED)
+ WHERE user_id IN (SELECT user_id FROM inbox_users
+                    WHERE claimed_until IS NULL OR claimed_until <= %(now)s
+                    ORDER BY since LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
 RETURNING user_id
 """
 _PENDING = """
-SELECT id, update_id, kind, payload FROM inbox WHERE user_id = %s AND processed_at IS NULL ORDER BY id
+SELECT id, update_id, kind, payload FROM inbox WHERE user_id = ANY(%s) AND processed_at IS NULL ORDER BY id
 """
 _QUEUE_REPLY = """
 INSERT INTO outbox (user_id, kind, payload, dedup_key, created_at)
 VALUES (%s, %s, %s, %s, now()) ON CONFLICT (dedup_key) DO NOTHING
 """
+_HOLD = "SELECT 1 FROM inbox_users WHERE user_id = ANY(%s) ORDER BY user_id FOR UPDATE"
 _FORGET = """
-DELETE FROM inbox_users u WHERE u.user_id = %(user)s
-   AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.user_id = %(user)s AND i.processed_at IS NULL)
+DELETE FROM inbox_users u WHERE u.user_id = ANY(%s)
+   AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.user_id = u.user_id AND i.processed_at IS NULL)
 """
 
 
@@ -74,15 +76,16 @@ class PostgresInbox:
                 await conn.execute(_WAITING, [now, users])
         return len(users)
 
-    async def lease_user(self, now: datetime, seconds: float) -> UserId | None:
+    async def lease_users(self, now: datetime, seconds: float, limit: int) -> Sequence[UserId]:
+        params = {"now": now, "until": now + timedelta(seconds=seconds), "limit": limit}
         async with self._pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(_LEASE, {"now": now, "until": now + timedelta(seconds=seconds)})
-            row = await cur.fetchone()
-        return UserId(row[0]) if row else None
+            cur = await conn.execute(_LEASE, params)
+            rows = await cur.fetchall()
+        return [UserId(row[0]) for row in rows]
 
-    async def pending(self, user_id: UserId) -> Sequence[InboxEvent]:
+    async def pending(self, user_ids: Sequence[UserId]) -> Sequence[InboxEvent]:
         async with self._pool.connection() as conn:
-            cur = await conn.execute(_PENDING, [user_id])
+            cur = await conn.execute(_PENDING, [list(user_ids)])
             rows = await cur.fetchall()
             await conn.commit()
         return [InboxEvent.from_payload(update, kind, payload, event_id) for event_id, update, kind, payload in rows]
@@ -95,11 +98,12 @@ class PostgresInbox:
                 "UPDATE inbox SET processed_at = now(), outcome = %s WHERE id = %s", [outcome, event.event_id]
             )
 
-    async def release(self, user_id: UserId) -> None:
+    async def release(self, user_ids: Sequence[UserId]) -> None:
+        users = list(user_ids)
         async with self._pool.connection() as conn, conn.transaction():
-            await conn.execute("SELECT 1 FROM inbox_users WHERE user_id = %s FOR UPDATE", [user_id])
-            await conn.execute(_FORGET, {"user": user_id})
-            await conn.execute("UPDATE inbox_users SET claimed_until = NULL WHERE user_id = %s", [user_id])
+            await conn.execute(_HOLD, [users])
+            await conn.execute(_FORGET, [users])
+            await conn.execute("UPDATE inbox_users SET claimed_until = NULL WHERE user_id = ANY(%s)", [users])
 
     async def backlog(self) -> int:
         """Users waiting to be handled (for metrics)."""

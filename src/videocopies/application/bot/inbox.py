@@ -27,15 +27,17 @@ class Inbox(Protocol):
     async def add(self, events: Sequence[InboxEvent], now: datetime) -> int:
         """Store new events (an update id seen before is skipped); returns how many were new."""
         ...
-    async def lease_user(self, now: datetime, seconds: float) -> UserId | None:
-        """One user with pending events nobody else holds, for `seconds`."""
+    async def lease_users(self, now: datetime, seconds: float, limit: int) -> Sequence[UserId]:
+        """Up to `limit` users with pending events nobody else holds, for `seconds`."""
         ...
-    async def pending(self, user_id: UserId) -> Sequence[InboxEvent]: ...
+    async def pending(self, user_ids: Sequence[UserId]) -> Sequence[InboxEvent]:
+        """These users' unhandled events, oldest first."""
+        ...
     async def done(self, event: InboxEvent, replies: Sequence[OutboxMessage], outcome: str) -> None:
         """Mark handled and queue the replies, in one transaction."""
         ...
-    async def release(self, user_id: UserId) -> None:
-        """Give the user back: forgotten when nothing is pending, else free for the next turn."""
+    async def release(self, user_ids: Sequence[UserId]) -> None:
+        """Give the users back: forgotten when nothing is pending, else free for the next turn."""
         ...
 
 
@@ -47,35 +49,43 @@ class InboxProcessor:
         clock: Clock,
         replies_queued: Callable[[], None] = lambda: None,
         lease_s: float = 30.0,
+        users_per_turn: int = 20,
     ) -> None:
         self._inbox, self._conversation, self._clock = inbox, conversation, clock
-        self._replies_queued, self._lease_s = replies_queued, lease_s
+        self._replies_queued, self._lease_s, self._users_per_turn = replies_queued, lease_s, users_per_turn
         self.handled = 0
 
     async def turn(self) -> int:
-        """Handle one user's pending events; 0 when no user was waiting."""
-        user_id = await self._inbox.lease_user(self._clock.now(), self._lease_s)
-        if user_id is None:
+        """Handle the pending events of a few waiting users (one lease, one read and one
+        release for all of them); each user's events in order, the users side by side.
+        0 when no user was waiting."""
+        users = await self._inbox.lease_users(self._clock.now(), self._lease_s, self._users_per_turn)
+        if not users:
             return 0
-        handled = 0
         try:
-            for event in await self._inbox.pending(user_id):
-                try:
-                    replies = await self._conversation.handle(event)
-                    outcome = "ok"
-                except Exception as error:  # noqa: BLE001 - one bad event must not stop its user's queue
-                    log.exception("inbox event %s failed", event.update_id)
-                    replies = [OutboxMessage(event.user.user_id, "screen", {"screen": "unknown"},
-                                             f"in:{event.update_id}:error")]
-                    outcome = f"error: {type(error).__name__}: {error}"[:500]
-                await self._inbox.done(event, replies, outcome)
-                handled += 1
-                if replies:
-                    self._replies_queued()
+            by_user: dict[UserId, list[InboxEvent]] = {user: [] for user in users}
+            for event in await self._inbox.pending(users):
+                by_user[event.user.user_id].append(event)
+            handled = sum(await asyncio.gather(*(self._handle(events) for events in by_user.values())))
         finally:
-            await self._inbox.release(user_id)
+            await self._inbox.release(users)
         self.handled += handled
         return handled
+
+    async def _handle(self, events: Sequence[InboxEvent]) -> int:
+        for event in events:
+            try:
+                replies = await self._conversation.handle(event)
+                outcome = "ok"
+            except Exception as error:  # noqa: BLE001 - one bad event must not stop its user's queue
+                log.exception("inbox event %s failed", event.update_id)
+                replies = [OutboxMessage(event.user.user_id, "screen", {"screen": "unknown"},
+                                         f"in:{event.update_id}:error")]
+                outcome = f"error: {type(error).__name__}: {error}"[:500]
+            await self._inbox.done(event, replies, outcome)
+            if replies:
+                self._replies_queued()
+        return len(events)
 
     async def run(
         self,
