@@ -140,6 +140,14 @@ class SentIn(_Body):
     error: str | None = Field(None, max_length=1000, pattern=NO_NUL, description="Given up: Telegram refused it.")
 
 
+class ReportIn(SentIn):
+    id: int = Field(ge=1, le=2**62)
+
+
+class ReportsIn(_Body):
+    reports: list[ReportIn] = Field(min_length=1, max_length=500)
+
+
 class RetryIn(_Body):
     after_s: float = Field(ge=0.0, le=3600.0)
     error: str = Field("", max_length=1000, pattern=NO_NUL)
@@ -213,6 +221,24 @@ def add_edge_routes(
             else:
                 await services.give_up_delivery(copy)
         recorded = await services.outbox.sent(message_id, body.model_dump(exclude_none=True))
+        return {"recorded": recorded, "debited": debited}
+
+    @app.post("/v1/outbox/reports", tags=["edge"])
+    async def messages_sent(body: ReportsIn, _node: Sender) -> dict[str, int]:
+        """Many reports at once (one per message sent in a batch); the same rules as `/sent`."""
+        reports = {r.id: r for r in body.reports}
+        debited = 0
+        for message in await services.outbox.get_many(sorted(reports)):
+            report = reports[message.message_id]
+            if message.kind == "copy_ready":
+                copy = uc.RecordDeliveryCommand(OrderId(message.payload["order_id"]), int(message.payload["index"]))
+                if report.error is None:
+                    debited += await services.record_delivery(copy)
+                else:
+                    await services.give_up_delivery(copy)
+        recorded = await services.outbox.sent_many(
+            [(r.id, r.model_dump(exclude_none=True, exclude={"id"})) for r in body.reports]
+        )
         return {"recorded": recorded, "debited": debited}
 
     @app.post("/v1/outbox/{message_id}/retry", tags=["edge"])

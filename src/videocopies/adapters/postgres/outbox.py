@@ -66,6 +66,28 @@ class PostgresOutboxQueue:
             await conn.commit()
         return ClaimedMessage(row["id"], row["user_id"], row["kind"], row["payload"], row["attempts"]) if row else None
 
+    async def get_many(self, message_ids: Sequence[int]) -> list[ClaimedMessage]:
+        async with self._pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(
+                "SELECT id, user_id, kind, payload, attempts FROM outbox WHERE id = ANY(%s) ORDER BY id",
+                [list(message_ids)],
+            )
+            rows = await cur.fetchall()
+            await conn.commit()
+        return [ClaimedMessage(r["id"], r["user_id"], r["kind"], r["payload"], r["attempts"]) for r in rows]
+
+    async def sent_many(self, deliveries: Sequence[tuple[int, dict[str, Any]]]) -> int:
+        """Mark many sent in one statement; returns how many were not already."""
+        async with self._pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                "UPDATE outbox SET sent_at = now(), delivery = d.delivery, claimed_until = NULL "
+                "FROM unnest(%s::bigint[], %s::jsonb[]) AS d(id, delivery) "
+                "WHERE outbox.id = d.id AND outbox.sent_at IS NULL",
+                [[i for i, _ in deliveries], [Jsonb(d) for _, d in deliveries]],
+            )
+            return cur.rowcount
+
     async def sent(self, message_id: int, delivery: dict[str, Any]) -> bool:
         """Mark sent; False when it already was (a retried report)."""
         async with self._pool.connection() as conn, conn.transaction():

@@ -214,17 +214,23 @@ class Sender:
             await self.send_all(answer["messages"])
 
     async def send_all(self, messages: list[dict[str, Any]]) -> None:
+        """Send a claimed batch, then report every message of it in one call (a report lost
+        with a crash means the message may be sent again, never charged twice)."""
         chats: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
         for message in messages:
             chats.setdefault(message["chat_id"], []).append(message)
-        await asyncio.gather(*(self._send_chat(chat) for chat in chats.values()))
+        reports: list[dict[str, Any]] = []
+        await asyncio.gather(*(self._send_chat(chat, reports) for chat in chats.values()))
+        if reports:
+            await self._core.call("POST", "/v1/outbox/reports", {"reports": reports})
+            self.sent += sum(1 for r in reports if "error" not in r)
 
-    async def _send_chat(self, messages: list[dict[str, Any]]) -> None:
+    async def _send_chat(self, messages: list[dict[str, Any]], reports: list[dict[str, Any]]) -> None:
         for message in messages:
-            if not await self._send(message):
+            if not await self._send(message, reports):
                 return  # the rest of this chat waits its turn; core hands them out again in order
 
-    async def _send(self, message: dict[str, Any]) -> bool:
+    async def _send(self, message: dict[str, Any], reports: list[dict[str, Any]]) -> bool:
         try:
             sent = await self._deliver(message)
         except TelegramRetryAfter as slow_down:
@@ -232,7 +238,7 @@ class Sender:
             return False
         except (TelegramForbiddenError, TelegramBadRequest) as refused:
             # Blocked, or a message Telegram will never take: give up on it, charging nothing.
-            await self._core.call("POST", f"/v1/outbox/{message['id']}/sent", {"error": str(refused)[:900]})
+            reports.append({"id": message["id"], "error": str(refused)[:900]})
             return True
         except (TelegramNetworkError, TelegramServerError, OSError) as error:
             await self._retry(message, 2.0, str(error))
@@ -242,10 +248,10 @@ class Sender:
             file_id = sent.video.file_id
         elif sent.document is not None:
             file_id = sent.document.file_id
-        await self._core.call(
-            "POST", f"/v1/outbox/{message['id']}/sent", {"message_id": sent.message_id, "file_id": file_id}
-        )
-        self.sent += 1
+        report: dict[str, Any] = {"id": message["id"], "message_id": sent.message_id}
+        if file_id:
+            report["file_id"] = file_id
+        reports.append(report)
         return True
 
     async def _deliver(self, message: dict[str, Any]) -> Message:
