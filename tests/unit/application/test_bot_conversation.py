@@ -10,7 +10,7 @@ import pytest
 
 from videocopies.adapters.memory.bot import InMemoryBotUsers, InMemoryInbox
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.conversation import BotSettings, Conversation, confirm_mac
+from videocopies.application.bot.conversation import BotSettings, Conversation, confirm_data, confirm_mac
 from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo
 from videocopies.application.bot.inbox import InboxProcessor
 from videocopies.application.bot.screens import Screen, render
@@ -96,8 +96,11 @@ async def test_a_forged_or_replayed_confirm_button_orders_nothing(chat: Chat) ->
     await chat.send(BOB, "text", text="/start")
     await chat.video(BOB)
     (quote,) = await chat.send(BOB, "button", data="n:1")
-    quote_id = quote.buttons[0][0].data.split(":")[1]
-    (forged,) = await chat.send(BOB, "button", data=f"c:{quote_id}:AAAAAAAAAAAAAAAA")
+    _, quote_id, copies, total, _mac = quote.buttons[0][0].data.split(":")
+    (forged,) = await chat.send(BOB, "button", data=f"c:{quote_id}:{copies}:{total}:AAAAAAAAAAAAAAAA")
+    assert forged.text == "This button is no longer valid."
+    cheaper = confirm_data(b"other-secret", quote_id, 1, 1)  # a MAC made without core's secret
+    (forged,) = await chat.send(BOB, "button", data=cheaper)
     assert forged.text == "This button is no longer valid."
     (confirmed,) = await chat.send(BOB, "button", data=quote.buttons[0][0].data)
     assert "Order accepted" in confirmed.text
@@ -163,7 +166,10 @@ async def test_one_users_events_are_never_handled_at_once(chat: Chat) -> None:
     assert await chat.inbox.lease_users(now, 30, 5) == []  # both held
 
 
-def test_the_confirm_mac_is_short_and_bound_to_the_quote() -> None:
-    mac = confirm_mac(b"s", "abcdefghijkl")
-    assert len(f"c:abcdefghijkl:{mac}".encode()) <= 64
-    assert mac != confirm_mac(b"s", "abcdefghijkm") and mac != confirm_mac(b"t", "abcdefghijkl")
+def test_the_confirm_button_is_short_and_bound_to_the_quote_and_its_terms() -> None:
+    data = confirm_data(b"s", "abcdefghijkl", 10, 30)
+    assert len(data.encode()) <= 64
+    mac = data.rsplit(":", 1)[1]
+    assert mac == confirm_mac(b"s", "abcdefghijkl", "10:30")
+    assert mac != confirm_mac(b"s", "abcdefghijkm", "10:30") and mac != confirm_mac(b"t", "abcdefghijkl", "10:30")
+    assert mac != confirm_mac(b"s", "abcdefghijkl", "10:3")

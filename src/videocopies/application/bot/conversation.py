@@ -48,11 +48,17 @@ class BotSettings:
     start_bonus_valid_for: timedelta | None = timedelta(days=30)
 
 
-def confirm_mac(secret: bytes, quote_id: str) -> str:
+def confirm_mac(secret: bytes, quote_id: str, terms: str = "") -> str:
     """A short MAC for the confirm button: the full quote token does not fit in 64 bytes, so
-    the button names the stored quote and proves core issued the button for it."""
-    digest = hmac.new(secret, f"confirm:{quote_id}".encode(), hashlib.sha256).digest()[:12]
+    the button names the stored quote (and repeats its copies and total for the reply) and
+    proves core issued the button for exactly that."""
+    digest = hmac.new(secret, f"confirm:{quote_id}:{terms}".encode(), hashlib.sha256).digest()[:12]
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def confirm_data(secret: bytes, quote_id: str, copies: int, total: int) -> str:
+    terms = f"{copies}:{total}"
+    return f"c:{quote_id}:{terms}:{confirm_mac(secret, quote_id, terms)}"
 
 
 @attrs.define
@@ -67,9 +73,16 @@ class Conversation:
     confirm_order: uc.ConfirmOrder
     cancel_order: uc.CancelOrder
     settings: BotSettings = BotSettings()
+    # Users this process stored as they are now: most events need no write to remember them.
+    _known: dict[UserId, BotUser] = attrs.field(factory=dict, init=False)
 
     async def handle(self, event: InboxEvent) -> list[OutboxMessage]:
-        first_contact = await self.users.remember(event.user, self.clock.now())
+        first_contact = False
+        if self._known.get(event.user.user_id) != event.user:
+            first_contact = await self.users.remember(event.user, self.clock.now())
+            if len(self._known) > 100_000:
+                self._known.clear()
+            self._known[event.user.user_id] = event.user
         replies = _Replies(event)
         if event.kind == "video" and event.video is not None:
             await self._video(event.user, event.video, replies)
@@ -124,11 +137,15 @@ class Conversation:
         if kind == "n" and rest.isdigit():
             await self._quote(user, int(rest), replies)
         elif kind == "c":
-            quote_id, _, mac = rest.partition(":")
-            if not hmac.compare_digest(mac, confirm_mac(self.secret, quote_id)):
+            parts = rest.split(":")
+            if len(parts) != 4 or not parts[1].isdigit() or not parts[2].isdigit():
+                replies.screen("button_invalid")
+                return
+            quote_id, copies, total, mac = parts
+            if not hmac.compare_digest(mac, confirm_mac(self.secret, quote_id, f"{copies}:{total}")):
                 replies.screen("button_invalid")
             else:
-                await self._confirm(user, OrderId(quote_id), replies)
+                await self._confirm(user, OrderId(quote_id), int(copies), int(total), replies)
         elif kind == "x" and rest:
             await self._cancel(user, OrderId(rest), replies)
         else:
@@ -146,17 +163,16 @@ class Conversation:
         replies.screen(
             "quote", copies=quote.copies, per_copy=quote.price_per_copy, total=quote.total,
             expires_at=quote.expires_at.isoformat(),
-            confirm_data=f"c:{quote.quote_id}:{confirm_mac(self.secret, quote.quote_id)}",
+            confirm_data=confirm_data(self.secret, quote.quote_id, quote.copies, quote.total),
         )
 
-    async def _confirm(self, user: BotUser, quote_id: OrderId, replies: _Replies) -> None:
-        async with self.uow() as uow:
-            order = await uow.orders.get(quote_id)
-        if order is None or order.user_id != user.user_id:
-            replies.screen("not_found")
-            return
+    async def _confirm(self, user: BotUser, quote_id: OrderId, copies: int, total: int, replies: _Replies) -> None:
+        # The button's MAC proved core issued it for this quote, so the stored quote is
+        # presented; ConfirmOrder still checks it is this user's, unexpired and unused.
         try:
-            await self.confirm_order(uc.ConfirmOrderCommand(user.user_id, quote_id, order.quote.token))
+            await self.confirm_order(uc.ConfirmOrderCommand(user.user_id, quote_id, None))
+        except NotFound:
+            replies.screen("not_found")
         except (QuoteExpired, TariffRetired):
             replies.screen("quote_expired")
         except (QuoteAlreadyUsed, OrderNotInState):
@@ -166,7 +182,7 @@ class Conversation:
         except ServiceBusy:
             replies.screen("busy")
         else:
-            replies.screen("confirmed", order_id=quote_id, copies=order.quote.copies, total=order.quote.total)
+            replies.screen("confirmed", order_id=quote_id, copies=copies, total=total)
 
     async def _cancel(self, user: BotUser, order_id: OrderId, replies: _Replies) -> None:
         try:

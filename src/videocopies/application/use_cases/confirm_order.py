@@ -17,7 +17,9 @@ from videocopies.domain.shared import OrderId, UserId
 class ConfirmOrderCommand:
     user_id: UserId
     quote_id: OrderId
-    token: str
+    # The quote's token as the confirm button carried it. None: the caller has already
+    # proved the button genuine (the bot's short MAC), so the stored quote is presented.
+    token: str | None
 
 
 class ConfirmOrder:
@@ -44,7 +46,7 @@ class ConfirmOrder:
         async with self._uow() as uow:
             await uow.prefetch(orders=[cmd.quote_id], accounts=[cmd.user_id])
             order = await load_order(uow, cmd.quote_id, cmd.user_id)
-            presented = attrs.evolve(order.quote, token=cmd.token)
+            presented = order.quote if cmd.token is None else attrs.evolve(order.quote, token=cmd.token)
             order.confirm(presented, self._secret, now, self._policy, cmd.user_id)
             account = await load_account(uow, cmd.user_id, create=True)
             account.reserve(order.order_id, order.total, now)
