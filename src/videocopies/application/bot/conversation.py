@@ -22,7 +22,7 @@ from videocopies.application.errors import NotFound, ServiceBusy
 from videocopies.application.ports import Clock, OutboxMessage
 from videocopies.domain.coins import InsufficientCoins, LotKind
 from videocopies.domain.orders import OrderNotInState, OrderState
-from videocopies.domain.pricing import PricingPolicy, QuoteAlreadyUsed, QuoteExpired, TariffRetired
+from videocopies.domain.pricing import PricingPolicy, Quote, QuoteAlreadyUsed, QuoteExpired, TariffRetired
 from videocopies.domain.shared import LotId, OrderId, UserId
 
 VIDEO_TYPES = ("video/mp4", "video/quicktime", "video/webm", "video/x-matroska", "video/mpeg")
@@ -159,18 +159,23 @@ class Conversation:
         if copies not in self.policy.current.offered:
             replies.screen("button_invalid")
             return
-        quote = await self.quote_order(uc.QuoteOrderCommand(user.user_id, source.source_key, copies, source.size))
-        replies.screen(
-            "quote", copies=quote.copies, per_copy=quote.price_per_copy, total=quote.total,
-            expires_at=quote.expires_at.isoformat(),
-            confirm_data=confirm_data(self.secret, quote.quote_id, quote.copies, quote.total),
+        def announce(quote: Quote) -> OutboxMessage:
+            return replies.message(
+                "quote", copies=quote.copies, per_copy=quote.price_per_copy, total=quote.total,
+                expires_at=quote.expires_at.isoformat(),
+                confirm_data=confirm_data(self.secret, quote.quote_id, quote.copies, quote.total),
+            )
+
+        await self.quote_order(
+            uc.QuoteOrderCommand(user.user_id, source.source_key, copies, source.size, announce=announce)
         )
 
     async def _confirm(self, user: BotUser, quote_id: OrderId, copies: int, total: int, replies: _Replies) -> None:
         # The button's MAC proved core issued it for this quote, so the stored quote is
         # presented; ConfirmOrder still checks it is this user's, unexpired and unused.
+        confirmed = replies.message("confirmed", order_id=quote_id, copies=copies, total=total)
         try:
-            await self.confirm_order(uc.ConfirmOrderCommand(user.user_id, quote_id, None))
+            await self.confirm_order(uc.ConfirmOrderCommand(user.user_id, quote_id, None, confirmed))
         except NotFound:
             replies.screen("not_found")
         except (QuoteExpired, TariffRetired):
@@ -181,8 +186,6 @@ class Conversation:
             replies.screen("not_enough_coins", needed=short.needed, available=short.available)
         except ServiceBusy:
             replies.screen("busy")
-        else:
-            replies.screen("confirmed", order_id=quote_id, copies=copies, total=total)
 
     async def _cancel(self, user: BotUser, order_id: OrderId, replies: _Replies) -> None:
         try:
@@ -212,7 +215,13 @@ class Conversation:
 class _Replies:
     def __init__(self, event: InboxEvent) -> None:
         self._event, self.messages = event, []  # type: list[OutboxMessage]
+        self._count = 0
 
     def screen(self, screen: str, /, **values: Any) -> None:
-        key = f"in:{self._event.update_id}:{len(self.messages)}"
-        self.messages.append(OutboxMessage(self._event.user.user_id, "screen", {"screen": screen, **values}, key))
+        self.messages.append(self.message(screen, **values))
+
+    def message(self, screen: str, /, **values: Any) -> OutboxMessage:
+        """A reply a use case writes itself, in the transaction of the change it announces."""
+        self._count += 1
+        key = f"in:{self._event.update_id}:{self._count}"
+        return OutboxMessage(self._event.user.user_id, "screen", {"screen": screen, **values}, key)

@@ -83,8 +83,7 @@ class InboxProcessor:
                                          f"in:{event.update_id}:error")]
                 outcome = f"error: {type(error).__name__}: {error}"[:500]
             await self._inbox.done(event, replies, outcome)
-            if replies:
-                self._replies_queued()
+            self._replies_queued()  # use cases may have queued replies of their own
         return len(events)
 
     async def run(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 
 from videocopies.application.errors import ServiceBusy
-from videocopies.application.ports import Clock, Ids, Notifier
+from videocopies.application.ports import Clock, Ids, Notifier, OutboxMessage
 from videocopies.application.use_cases._common import UowFactory, load_account, load_order
 from videocopies.domain.effects import plan_copies
 from videocopies.domain.jobs import make_job
@@ -20,6 +20,8 @@ class ConfirmOrderCommand:
     # The quote's token as the confirm button carried it. None: the caller has already
     # proved the button genuine (the bot's short MAC), so the stored quote is presented.
     token: str | None
+    # What to tell the user, written in the same transaction as the confirmation.
+    announce: OutboxMessage | None = None
 
 
 class ConfirmOrder:
@@ -57,6 +59,8 @@ class ConfirmOrder:
                 self._ids.job_id(), order.order_id, plans, now, self._max_attempts, order.quote.source_bytes
             )
             await uow.jobs.add(job)
+            if cmd.announce is not None:
+                await uow.outbox.add(cmd.announce)
             await uow.commit()
         self._notifier.job_available()
         return order.order_id

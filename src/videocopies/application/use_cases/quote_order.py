@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 import attrs
 
-from videocopies.application.ports import Clock, Ids
+from videocopies.application.ports import Clock, Ids, OutboxMessage
 from videocopies.application.use_cases._common import UowFactory
 from videocopies.domain.orders import Order
 from videocopies.domain.pricing import PricingPolicy, Quote
@@ -19,6 +20,8 @@ class QuoteOrderCommand:
     source_key: str
     copies: int
     source_bytes: int = 0
+    # What to tell the user about the quote, written in the transaction that stores it.
+    announce: Callable[[Quote], OutboxMessage] | None = None
 
 
 class QuoteOrder:
@@ -45,5 +48,7 @@ class QuoteOrder:
         )
         async with self._uow() as uow:
             await uow.orders.add(Order.from_quote(quote, self._ids.seed(), now))
+            if cmd.announce is not None:
+                await uow.outbox.add(cmd.announce(quote))
             await uow.commit()
         return quote
