@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import tempfile
 import time
 from pathlib import Path
@@ -24,11 +23,9 @@ from typing import Any
 import httpx
 import psycopg
 from _support import emit, fresh_database, server
-from ingress import BOT_TOKEN, burst_of, first_replies, make_users, simulator
+from ingress import bot_stack, burst_of, first_replies, make_users
 
 from videocopies.adapters.ffmpeg.clips import make_clip
-from videocopies.adapters.postgres.cluster import free_port
-from videocopies.roles.launch import CoreProcess, edge_process, issue_token
 
 
 def _confirmed(url: str) -> int:
@@ -85,30 +82,8 @@ def main() -> None:
     with server() as pg, tempfile.TemporaryDirectory() as scratch:
         url = fresh_database(pg, "confirm_via_bot")
         clip = make_clip(Path(scratch) / "clip.mp4", seconds=2).read_bytes()
-        port = free_port()
-        sim = simulator(port, Path(scratch) / "telegram")
-        sim_url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if httpx.get(f"{sim_url}/_sim/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, "the simulator did not start"
-                time.sleep(0.1)
-            with CoreProcess(url, quote_secret="bench") as core:
-                edge = edge_process(core.url, issue_token(url, "edge-bench", "edge"), BOT_TOKEN, sim_url,
-                                    Path(scratch) / "edge", Path(scratch) / "objects")
-                try:
-                    figures = asyncio.run(run(sim_url, url, args.users, clip))
-                finally:
-                    edge.send_signal(signal.SIGTERM)
-                    edge.communicate(timeout=30)
-        finally:
-            sim.send_signal(signal.SIGTERM)
-            sim.communicate(timeout=30)
+        with bot_stack(url, Path(scratch), Path(scratch) / "objects") as sim_url:
+            figures = asyncio.run(run(sim_url, url, args.users, clip))
     emit({"bench": "confirm_via_bot", **figures})
 
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +35,38 @@ from videocopies.roles.launch import CoreProcess, edge_process, issue_token
 BOT_TOKEN = "123456:bench-ingress"
 
 
-def simulator(port: int, files: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+@contextlib.contextmanager
+def bot_stack(url: str, scratch: Path, store_dir: Path | None = None) -> Iterator[str]:
+    """The simulator, core and edge as processes over the database at `url`; yields the
+    simulator's URL and stops all three afterwards."""
+    port = free_port()
+    sim = subprocess.Popen(
         [sys.executable, "-m", "videocopies.adapters.telegram.simulator", "--port", str(port), "--token", BOT_TOKEN,
-         "--files-dir", str(files), "--chat-rate", "1000000", "--global-rate", "1000000"],
+         "--files-dir", str(scratch / "telegram"), "--chat-rate", "1000000", "--global-rate", "1000000"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
+    sim_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{sim_url}/_sim/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the simulator did not start"
+            time.sleep(0.1)
+        with CoreProcess(url, quote_secret="bench") as core:
+            edge = edge_process(core.url, issue_token(url, "edge-bench", "edge"), BOT_TOKEN, sim_url,
+                                scratch / "edge", store_dir)
+            try:
+                yield sim_url
+            finally:
+                edge.send_signal(signal.SIGTERM)
+                edge.communicate(timeout=30)
+    finally:
+        sim.send_signal(signal.SIGTERM)
+        sim.communicate(timeout=30)
 
 
 async def make_users(sim: httpx.AsyncClient, count: int, first_id: int) -> list[int]:
@@ -100,32 +128,9 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=10_000)
     parser.add_argument("--deadline-s", type=float, default=600.0)
     args = parser.parse_args()
-    with server() as pg, tempfile.TemporaryDirectory() as scratch:
-        url = fresh_database(pg, "ingress")
-        port = free_port()
-        sim = simulator(port, Path(scratch) / "telegram")
-        sim_url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if httpx.get(f"{sim_url}/_sim/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, "the simulator did not start"
-                time.sleep(0.1)
-            with CoreProcess(url, quote_secret="bench") as core:
-                edge = edge_process(core.url, issue_token(url, "edge-bench", "edge"), BOT_TOKEN, sim_url,
-                                    Path(scratch) / "edge")
-                try:
-                    figures = asyncio.run(burst(sim_url, args.users, args.deadline_s))
-                finally:
-                    edge.send_signal(signal.SIGTERM)
-                    edge.communicate(timeout=30)
-        finally:
-            sim.send_signal(signal.SIGTERM)
-            sim.communicate(timeout=30)
+    with server() as pg, tempfile.TemporaryDirectory() as scratch, \
+            bot_stack(fresh_database(pg, "ingress"), Path(scratch)) as sim_url:
+        figures = asyncio.run(burst(sim_url, args.users, args.deadline_s))
     emit({"bench": "ingress", **figures})
 
 
