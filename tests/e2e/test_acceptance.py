@@ -20,7 +20,7 @@ from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
 from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.telegram.simulator import BotApiSimulator
-from videocopies.roles.launch import CoreProcess, edge_process, issue_token, worker_process
+from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process, worker_process
 
 SECRET = "acceptance-secret"
 
@@ -46,14 +46,10 @@ def test_a_user_orders_receives_cancels_and_pays_only_for_what_arrived(
             asyncio.run(_story(user, clip, tmp_path, url))
         finally:
             for process in processes:
-                process.send_signal(signal.SIGTERM)
+                process.send_signal(signal.SIGTERM)  # all at once; then each is waited for
             for process in processes:
-                try:
-                    _, err = process.communicate(timeout=30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    _, err = process.communicate()
-                assert process.returncode == 0, err.decode()[-3000:]
+                code, err = stop_process(process)
+                assert code == 0, err.decode()[-3000:]
 
 
 async def _story(user, clip: Path, tmp: Path, url: str) -> None:  # type: ignore[no-untyped-def]

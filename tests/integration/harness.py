@@ -26,6 +26,19 @@ def fetch_one(url: str, query: str, params: Any = None) -> tuple[Any, ...] | Non
         return conn.execute(query, params).fetchone()
 
 
+def fetch_all(url: str, query: str, *params: object) -> list[tuple[Any, ...]]:
+    with connect(url) as conn:
+        return conn.execute(query, params).fetchall()
+
+
+def wait_for(predicate: Any, timeout: float = 60.0) -> None:
+    """Poll `predicate` until it is true; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
 def unique_name(prefix: str = "test") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
 

@@ -5,7 +5,6 @@ is stored in core's inbox once, and the screens come back out through the outbox
 from __future__ import annotations
 
 import asyncio
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -15,19 +14,14 @@ import psycopg
 
 from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
 from videocopies.adapters.telegram.simulator import BotApiSimulator
-from videocopies.roles.launch import CoreProcess, edge_process, issue_token
+from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process
 
 SECRET = "edge-secret"
 
 
 def _stop(process: subprocess.Popen[bytes]) -> str:
-    process.send_signal(signal.SIGTERM)
-    try:
-        _, err = process.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        _, err = process.communicate()
-    assert process.returncode == 0, err.decode()[-3000:]
+    code, err = stop_process(process)
+    assert code == 0, err.decode()[-3000:]
     return err.decode()
 
 

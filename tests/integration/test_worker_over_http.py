@@ -12,7 +12,6 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import psycopg
 from dependency_injector import providers
 
 from media import make_clip
@@ -25,6 +24,8 @@ from videocopies.domain.shared import UserId
 from videocopies.roles.containers import PostgresService
 from videocopies.roles.launch import CoreProcess, issue_token, worker_process
 from videocopies.settings import Settings
+
+from .harness import fetch_all, wait_for
 
 SECRET = "http-secret"
 
@@ -47,18 +48,6 @@ async def _order(url: str, store: S3ObjectStore, clip: Path, copies: int) -> str
         await pool.close()
 
 
-def _query(url: str, sql: str, *args: object) -> list[tuple]:
-    with psycopg.connect(url) as conn:
-        return conn.execute(sql, args).fetchall()
-
-
-def _wait_for(predicate, timeout: float = 90.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def test_a_worker_with_only_a_token_finishes_its_job_across_a_core_restart(
     pg_server: LocalPostgres, database: str, seaweed: LocalSeaweed, tmp_path: Path
 ) -> None:
@@ -74,7 +63,7 @@ def test_a_worker_with_only_a_token_finishes_its_job_across_a_core_restart(
     core = CoreProcess(url, quote_secret=SECRET, **s3).start()
     worker = worker_process(core.url, issue_token(url, "w-http"), tmp_path / "work")
     try:
-        _wait_for(lambda: _query(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
+        wait_for(lambda: fetch_all(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1, timeout=90)
         # The worker holds no credentials and has loaded no SQL driver.
         environment = Path(f"/proc/{worker.pid}/environ").read_bytes().decode(errors="replace")
         assert "DATABASE" not in environment and "S3_SECRET" not in environment and "postgresql:" not in environment
@@ -85,20 +74,23 @@ def test_a_worker_with_only_a_token_finishes_its_job_across_a_core_restart(
         core.stop()
         time.sleep(3)
         core.start()
-        _wait_for(lambda: _query(url, "SELECT state FROM orders WHERE order_id = %s", order_id)[0][0] == "done")
+        wait_for(
+            lambda: fetch_all(url, "SELECT state FROM orders WHERE order_id = %s", order_id)[0][0] == "done",
+            timeout=90,
+        )
     finally:
         worker.send_signal(signal.SIGTERM)
         _, err = worker.communicate(timeout=30)
         core.stop()
     assert worker.returncode == 0, err.decode()
     assert b"core unreachable" in err  # it did retry, and the retries were answered
-    (attempts, state), = _query(url, "SELECT attempts, state FROM jobs")
+    (attempts, state), = fetch_all(url, "SELECT attempts, state FROM jobs")
     assert (attempts, state) == (1, "done")  # nothing was redone
-    rows = _query(url, "SELECT idx, object_key, size, sha256 FROM job_checkpoints ORDER BY idx")
+    rows = fetch_all(url, "SELECT idx, object_key, size, sha256 FROM job_checkpoints ORDER BY idx")
     assert [idx for idx, *_ in rows] == [0, 1, 2, 3, 4]
     for _, key, size, sha256 in rows:
         stored = asyncio.run(store.head(key))
         assert stored is not None and (stored.size, stored.sha256) == (size, sha256)
-    assert _query(url, "SELECT count(*) FROM refused_writes") == [(0,)]
+    assert fetch_all(url, "SELECT count(*) FROM refused_writes") == [(0,)]
     assert [p for p in (tmp_path / "work").rglob("*") if p.is_file()] == []
     store.close()

@@ -13,7 +13,6 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import psycopg
 import pytest
 from dependency_injector import providers
 
@@ -27,6 +26,8 @@ from videocopies.domain.shared import UserId
 from videocopies.roles.containers import PostgresService
 from videocopies.roles.launch import CoreProcess, issue_token, worker_process
 from videocopies.settings import Settings
+
+from .harness import fetch_all, wait_for
 
 SECRET = "process-secret"
 
@@ -56,18 +57,6 @@ def _worker(core: CoreProcess, tmp: Path, name: str, ttl_s: float = 30) -> subpr
 
 
 _tokens: dict[tuple[str, str], str] = {}
-
-
-def _query(url: str, sql: str, *args: object) -> list[tuple]:
-    with psycopg.connect(url) as conn:
-        return conn.execute(sql, args).fetchall()
-
-
-def _wait_for(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def _ffmpeg_children_of(pid: int) -> list[int]:
@@ -113,8 +102,8 @@ def test_sigterm_gives_the_job_back_and_leaves_nothing(
     core = CoreProcess(url, quote_secret=SECRET).start()
     worker = _worker(core, tmp_path, "w-term")
     try:
-        _wait_for(lambda: _query(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
-        _wait_for(lambda: bool(_ffmpeg_children_of(worker.pid)), timeout=20)
+        wait_for(lambda: fetch_all(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
+        wait_for(lambda: bool(_ffmpeg_children_of(worker.pid)), timeout=20)
         worker.send_signal(signal.SIGTERM)
         _, err = worker.communicate(timeout=30)
     finally:
@@ -122,7 +111,7 @@ def test_sigterm_gives_the_job_back_and_leaves_nothing(
             worker.kill()
         core.stop()
     assert worker.returncode == 0, err.decode()
-    (state, attempts, error), = _query(url, "SELECT state, attempts, last_error FROM jobs")
+    (state, attempts, error), = fetch_all(url, "SELECT state, attempts, last_error FROM jobs")
     assert (state, attempts) == ("queued", 1) and "stopped" in error
     assert _files(tmp_path / "work") == []
     assert _processes_using(tmp_path / "work") == []
@@ -133,35 +122,35 @@ def test_sigkill_then_restart_renders_only_the_missing_copies(
 ) -> None:
     url = pg_server.url(database)
     order_id = asyncio.run(_order(url, tmp_path / "objects", clip))
-    plans_before = _query(url, "SELECT plans FROM jobs")[0][0]
+    plans_before = fetch_all(url, "SELECT plans FROM jobs")[0][0]
     core = CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_LEASE_TTL_S="3").start()
     first = _worker(core, tmp_path, "w-kill", ttl_s=3)
     try:
-        _wait_for(lambda: _query(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
+        wait_for(lambda: fetch_all(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
         children = _ffmpeg_children_of(first.pid)
         first.kill()
         first.wait(timeout=10)
         # FFmpeg dies with its worker instead of writing on into the directory.
-        _wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in children), timeout=5)
+        wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in children), timeout=5)
     finally:
         if first.poll() is None:
             first.kill()
     time.sleep(0.5)
     kept = {key: (tmp_path / "objects" / key).read_bytes()
-            for (key,) in _query(url, "SELECT object_key FROM job_checkpoints")}
+            for (key,) in fetch_all(url, "SELECT object_key FROM job_checkpoints")}
     assert _files(tmp_path / "work")  # the killed worker left its directory behind
     second = _worker(core, tmp_path, "w-kill", ttl_s=3)  # same node: it cleans up after itself first
     try:
-        _wait_for(lambda: _query(url, "SELECT state FROM orders WHERE order_id = %s", order_id)[0][0] == "done",
+        wait_for(lambda: fetch_all(url, "SELECT state FROM orders WHERE order_id = %s", order_id)[0][0] == "done",
                   timeout=90)
     finally:
         second.send_signal(signal.SIGTERM)
         second.communicate(timeout=30)
         core.stop()
-    rows = _query(url, "SELECT idx, object_key FROM job_checkpoints ORDER BY idx")
+    rows = fetch_all(url, "SELECT idx, object_key FROM job_checkpoints ORDER BY idx")
     assert [idx for idx, _ in rows] == [0, 1, 2, 3, 4]
     assert all((tmp_path / "objects" / key).read_bytes() == data for key, data in kept.items())
-    (plans_after, attempts), = _query(url, "SELECT plans, attempts FROM jobs")
+    (plans_after, attempts), = fetch_all(url, "SELECT plans, attempts FROM jobs")
     assert plans_after == plans_before and attempts == 2
     assert _files(tmp_path / "work") == []
     assert _processes_using(tmp_path / "work") == []

@@ -27,7 +27,7 @@ from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiohttp import web
 
-from videocopies.adapters.http.client import CoreClient, CoreRefused, CoreUnreachable, node_token_from_env
+from videocopies.adapters.http.client import CoreClient, WrongNode, identify, node_token_from_env
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
 from videocopies.adapters.telegram.edge import (
     ALLOWED_UPDATES,
@@ -57,12 +57,9 @@ async def serve(env: dict[str, str]) -> int:
     bot = bot_from_env(env)
     try:
         try:
-            me = await core.call("GET", "/v1/nodes/me")
-        except (CoreRefused, CoreUnreachable) as refused:
+            me = await identify(core, "edge")
+        except WrongNode as refused:
             print(f"videocopies edge: {refused}", file=sys.stderr)
-            return 2
-        if me["role"] != "edge":
-            print(f"videocopies edge: this token belongs to a {me['role']} node", file=sys.stderr)
             return 2
         work = Path(env.get("VIDEOCOPIES_WORK_DIR", "var/edge")) / me["name"]
         sources: SourceStore = (

@@ -35,6 +35,20 @@ def issue_token(url: str, name: str, role: str = "worker") -> str:
     return asyncio.run(issue_token_async(url, name, role))
 
 
+def stop_process(
+    process: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 30.0
+) -> tuple[int, bytes]:
+    """Signal a role to stop, wait for it (killing it after `timeout`); its exit code and stderr."""
+    if process.poll() is None:
+        process.send_signal(sig)
+    try:
+        _, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, err = process.communicate()
+    return process.returncode, err or b""
+
+
 class CoreProcess:
     """`videocopies core` on a free port; `restart` keeps the port, as a deploy would."""
 
@@ -72,15 +86,9 @@ class CoreProcess:
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         assert self.process is not None
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-        try:
-            _, err = self.process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            _, err = self.process.communicate()
+        code, err = stop_process(self.process, sig)
         self.log += err
-        return self.process.returncode
+        return code
 
     def restart(self) -> None:
         self.stop()

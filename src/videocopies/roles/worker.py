@@ -23,10 +23,10 @@ from videocopies.adapters.ffmpeg import FfmpegTranscoder
 from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
 from videocopies.adapters.http.client import (
     CoreClient,
-    CoreRefused,
-    CoreUnreachable,
     HttpJobLeases,
     SignedUrlJobFiles,
+    WrongNode,
+    identify,
     node_token_from_env,
 )
 from videocopies.adapters.inprocess import LocalDisk, StoreJobFiles
@@ -48,12 +48,9 @@ async def serve(env: dict[str, str]) -> int:
     core = CoreClient(core_url, node_token_from_env(env), retry_for_s=float(env.get("VIDEOCOPIES_RETRY_FOR_S", "120")))
     try:
         try:
-            me = await core.call("GET", "/v1/nodes/me")
-        except (CoreRefused, CoreUnreachable) as refused:
+            me = await identify(core, "worker")
+        except WrongNode as refused:
             print(f"videocopies worker: {refused}", file=sys.stderr)
-            return 2
-        if me["role"] != "worker":
-            print(f"videocopies worker: this token belongs to a {me['role']} node", file=sys.stderr)
             return 2
         lease_ttl_s = float(env.get("VIDEOCOPIES_LEASE_TTL_S", "30"))
         settings = WorkerSettings(

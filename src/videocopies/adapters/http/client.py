@@ -195,6 +195,21 @@ class SignedUrlJobFiles:
         return signed["key"], size, sha256
 
 
+class WrongNode(Exception):
+    """The token is not usable by this role (refused, or issued to another role)."""
+
+
+async def identify(core: CoreClient, role: str) -> dict[str, Any]:
+    """Who this node is, as core knows it from the token; refused unless it has `role`."""
+    try:
+        me: dict[str, Any] = await core.call("GET", "/v1/nodes/me")
+    except (CoreRefused, CoreUnreachable) as refused:
+        raise WrongNode(str(refused)) from refused
+    if me["role"] != role:
+        raise WrongNode(f"this token belongs to a {me['role']} node")
+    return me
+
+
 def node_token_from_env(env: dict[str, str]) -> str:
     token = env.get("VIDEOCOPIES_NODE_TOKEN") or ""
     if not token and (path := env.get("VIDEOCOPIES_NODE_TOKEN_FILE")):

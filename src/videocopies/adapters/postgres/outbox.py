@@ -17,6 +17,8 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from videocopies.adapters.postgres.peek import glance
+
 _CLAIM = """
 WITH next AS (
     SELECT o.id FROM outbox o
@@ -105,11 +107,4 @@ class PostgresOutboxQueue:
             )
 
     async def anything(self) -> bool:
-        async with self._pool.connection() as conn:
-            await conn.set_autocommit(True)
-            try:
-                cur = await conn.execute(_ANY)
-                row = await cur.fetchone()
-            finally:
-                await conn.set_autocommit(False)
-        return bool(row and row[0])
+        return await glance(self._pool, _ANY)

@@ -32,11 +32,16 @@ class PostgresQueuePeek:
         return await self._ask(_INBOX)
 
     async def _ask(self, query: str) -> bool:
-        async with self._pool.connection() as conn:
-            await conn.set_autocommit(True)  # no BEGIN/COMMIT around a single read
-            try:
-                cur = await conn.execute(query)
-                row = await cur.fetchone()
-            finally:
-                await conn.set_autocommit(False)
-        return bool(row and row[0])
+        return await glance(self._pool, query)
+
+
+async def glance(pool: AsyncConnectionPool, query: str) -> bool:
+    """One yes-or-no read, outside any transaction (no BEGIN/COMMIT around it)."""
+    async with pool.connection() as conn:
+        await conn.set_autocommit(True)
+        try:
+            cur = await conn.execute(query)
+            row = await cur.fetchone()
+        finally:
+            await conn.set_autocommit(False)
+    return bool(row and row[0])
