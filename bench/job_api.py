@@ -38,6 +38,7 @@ from _support import emit, fresh_database, server
 from queue_throughput import INSERT_JOBS
 
 from videocopies.adapters.postgres.bouncer import LocalPgBouncer
+from videocopies.adapters.postgres.cluster import statements_run
 from videocopies.adapters.postgres.notifier import CHANNEL
 from videocopies.roles.launch import CoreProcess, issue_token_async
 
@@ -124,15 +125,6 @@ class Crowd:
         return json.loads(out.strip().splitlines()[-1])
 
 
-def _statements(url: str) -> int:
-    with psycopg.connect(url, autocommit=True) as conn:
-        (calls,) = conn.execute(
-            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
-            "WHERE d.datname = current_database() AND s.query NOT ILIKE '%pg_stat_statements%'"
-        ).fetchone()  # type: ignore[misc]
-    return int(calls)
-
-
 async def _renewals(core_url: str, token: str, held: list[dict[str, Any]], seconds: float) -> list[float]:
     latencies: list[float] = []
     async with httpx.AsyncClient(base_url=core_url, timeout=30, headers={"Authorization": f"Bearer {token}"}) as http:
@@ -178,9 +170,9 @@ def main() -> None:
 
             crowd = Crowd(core.url, crowd_tokens, 2000)
             crowd.wait_parked()
-            before, began = _statements(url), time.monotonic()
+            before, began = statements_run(url), time.monotonic()
             time.sleep(args.idle_s)
-            idle = _statements(url) - before - 1  # less the reading query itself
+            idle = statements_run(url) - before
             figures.update(parked=2000, idle_s=args.idle_s, idle_sql_per_s=round(idle / (time.monotonic() - began), 3))
             print(f"idle: {figures['idle_sql_per_s']} statements/s", file=sys.stderr, flush=True)
 

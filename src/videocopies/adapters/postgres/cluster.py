@@ -280,3 +280,15 @@ class LocalPostgres:
 
     def _bind_failed(self, log_start: int) -> bool:
         return "could not bind" in log_tail(self.log_path, lines=1000, start=log_start)
+
+
+def statements_run(url: str) -> int:
+    """How many statements the database at `url` has run (pg_stat_statements, loaded by
+    LocalPostgres), less the ones that read this figure: for measuring what idleness costs."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        (calls,) = conn.execute(
+            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
+            "WHERE d.datname = current_database() AND s.query NOT ILIKE '%pg_stat_statements%'"
+        ).fetchone()  # type: ignore[misc]
+    return int(calls)
