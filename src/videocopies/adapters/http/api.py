@@ -208,14 +208,16 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
     async def application_error(_request: Request, exc: ApplicationError) -> JSONResponse:
         return _problem(409, type(exc).__name__, str(exc))
 
-    def node_with(scope: str) -> Callable[..., Awaitable[Node]]:
+    def node_with(scope: str | None) -> Callable[..., Awaitable[Node]]:
+        """A dependency: the caller's node, which must hold `scope` (None: any live node)."""
+
         async def authenticated(
             credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
         ) -> Node:
             node = await services.authenticator.authenticate(credentials.credentials if credentials else None)
             if node is None:
                 raise _Unauthorized()
-            if scope not in node.scopes:
+            if scope is not None and scope not in node.scopes:
                 raise _Forbidden(f"a {node.role} node may not call this endpoint")
             return node
 
@@ -223,16 +225,8 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
 
     Worker = Annotated[Node, Depends(node_with("jobs"))]
 
-    async def any_node(
-        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-    ) -> Node:
-        node = await services.authenticator.authenticate(credentials.credentials if credentials else None)
-        if node is None:
-            raise _Unauthorized()
-        return node
-
     @app.get("/v1/nodes/me", tags=["nodes"], responses=_REFUSALS)
-    async def me(node: Annotated[Node, Depends(any_node)]) -> NodeOut:
+    async def me(node: Annotated[Node, Depends(node_with(None))]) -> NodeOut:
         """Who this token belongs to: a worker's name is its worker id."""
         return NodeOut(name=node.name, role=node.role, scopes=sorted(node.scopes))
 
@@ -327,7 +321,7 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
     async def source_url(job_id: JOB_ID, body: LeaseBody, node: Worker) -> SignedUrl:
         """A download URL for this job's source, valid for a short while."""
         view = await services.inspect_held_job(JobId(job_id), OwnerToken(body.token), _wid(node))
-        return await _signed(services, view.source_key, "GET", {})
+        return await _signed(services.store, services.url_ttl, view.source_key, "GET", {})
 
     @app.post("/v1/jobs/{job_id}/copies/{index}/upload-url", tags=["jobs"], responses=_REFUSALS)
     async def upload_url(
@@ -338,7 +332,8 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
         if index >= view.copies:
             raise NotFound("copy", f"{job_id}/{index}")
         key = copy_key(view.order_id, index, body.token)
-        return await _signed(services, key, "PUT", {"x-amz-meta-sha256": body.sha256}, sha256=body.sha256)
+        headers = {"x-amz-meta-sha256": body.sha256}
+        return await _signed(services.store, services.url_ttl, key, "PUT", headers, sha256=body.sha256)
 
     if edge is not None:
         from videocopies.adapters.http.edge_api import add_edge_routes
@@ -360,15 +355,16 @@ def _claimed(job: uc.ClaimedJob) -> ClaimedJobOut:
 
 
 async def _signed(
-    services: JobApiServices, key: str, method: str, headers: dict[str, str], sha256: str | None = None
+    store: ObjectStore | None, ttl: timedelta, key: str, method: str, headers: dict[str, str],
+    sha256: str | None = None,
 ) -> SignedUrl:
-    if services.store is None:
-        raise _Forbidden("this core signs no URLs: workers reach storage directly")
+    if store is None:
+        raise _Forbidden("this core signs no URLs: nodes reach storage directly")
     if method == "GET":
-        url = await services.store.presigned_url(key, services.url_ttl)
+        url = await store.presigned_url(key, ttl)
     else:
-        url = await services.store.presigned_put_url(key, services.url_ttl, sha256=sha256)
-    expires = datetime.now().astimezone() + services.url_ttl
+        url = await store.presigned_put_url(key, ttl, sha256=sha256)
+    expires = datetime.now().astimezone() + ttl
     return SignedUrl(key=key, url=url, method=method, headers=headers, expires_at=expires)
 
 

@@ -178,7 +178,8 @@ def add_edge_routes(
     async def source_upload_url(body: SourceUploadIn, _node: Storer) -> SignedUrl:
         """Where edge puts a user's video before storing its update."""
         key = f"sources/{body.user_id}/{body.update_id}.mp4"
-        return await _signed(_Signer(services), key, "PUT", {"x-amz-meta-sha256": body.sha256}, sha256=body.sha256)
+        headers = {"x-amz-meta-sha256": body.sha256}
+        return await _signed(services.store, services.url_ttl, key, "PUT", headers, sha256=body.sha256)
 
     @app.post("/v1/outbox/claim", tags=["edge"])
     async def claim_outbox(body: OutboxClaimIn, _node: Sender) -> dict[str, list[MessageOut]]:
@@ -248,11 +249,3 @@ def add_edge_routes(
         """Telegram refused for now (429 retry_after, a network error): send again later, in order."""
         await services.outbox.retry_later(message_id, services.clock.now() + timedelta(seconds=body.after_s))
         return {"state": "held"}
-
-
-class _Signer:
-    """Adapts EdgeApiServices to what `_signed` reads."""
-
-    def __init__(self, services: EdgeApiServices) -> None:
-        self.store, self.url_ttl = services.store, services.url_ttl
-
