@@ -9,6 +9,7 @@ import statistics
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 from dependency_injector import providers
 
@@ -49,3 +50,27 @@ def p95(samples: list[float]) -> float:
 
 def emit(figures: dict[str, object]) -> None:
     print(json.dumps(figures, sort_keys=False), file=sys.stdout, flush=True)
+
+
+def _stat(pid: int) -> list[str]:
+    # Fields after the command name, which may itself hold spaces: state is [0], ppid [1].
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time of a process so far, user and system."""
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu_seconds(postmaster: int) -> float:
+    """The server's CPU time so far: the postmaster, its live children (the backends) and
+    the children it has already reaped."""
+    fields = _stat(postmaster)
+    total = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int(_stat(int(entry.name))[1]) == postmaster:
+                    total += cpu_seconds(int(entry.name))
+    return total

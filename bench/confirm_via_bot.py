@@ -82,8 +82,8 @@ def main() -> None:
     with server() as pg, tempfile.TemporaryDirectory() as scratch:
         url = fresh_database(pg, "confirm_via_bot")
         clip = make_clip(Path(scratch) / "clip.mp4", seconds=2).read_bytes()
-        with bot_stack(url, Path(scratch), Path(scratch) / "objects") as sim_url:
-            figures = asyncio.run(run(sim_url, url, args.users, clip))
+        with bot_stack(url, Path(scratch), Path(scratch) / "objects") as stack:
+            figures = asyncio.run(run(stack.sim_url, url, args.users, clip))
     emit({"bench": "confirm_via_bot", **figures})
 
 

@@ -26,8 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
-from _support import emit, fresh_database, server
+from _support import cpu_seconds, emit, fresh_database, postgres_cpu_seconds, server
 
 from videocopies.adapters.postgres.cluster import free_port
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token
@@ -35,10 +36,23 @@ from videocopies.roles.launch import CoreProcess, edge_process, issue_token
 BOT_TOKEN = "123456:bench-ingress"
 
 
+@attrs.frozen
+class BotStack:
+    sim_url: str
+    pids: dict[str, int]  # simulator, core, edge
+
+    def cpu(self, postmaster: int | None) -> dict[str, float]:
+        """Each process's CPU seconds so far (and the database server's, given its pid)."""
+        seconds = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        if postmaster is not None:
+            seconds["postgres"] = postgres_cpu_seconds(postmaster)
+        return seconds
+
+
 @contextlib.contextmanager
-def bot_stack(url: str, scratch: Path, store_dir: Path | None = None) -> Iterator[str]:
-    """The simulator, core and edge as processes over the database at `url`; yields the
-    simulator's URL and stops all three afterwards."""
+def bot_stack(url: str, scratch: Path, store_dir: Path | None = None) -> Iterator[BotStack]:
+    """The simulator, core and edge as processes over the database at `url`; yields their
+    simulator's URL and pids, and stops all three afterwards."""
     port = free_port()
     sim = subprocess.Popen(
         [sys.executable, "-m", "videocopies.adapters.telegram.simulator", "--port", str(port), "--token", BOT_TOKEN,
@@ -60,7 +74,8 @@ def bot_stack(url: str, scratch: Path, store_dir: Path | None = None) -> Iterato
             edge = edge_process(core.url, issue_token(url, "edge-bench", "edge"), BOT_TOKEN, sim_url,
                                 scratch / "edge", store_dir)
             try:
-                yield sim_url
+                assert core.process is not None
+                yield BotStack(sim_url, {"simulator": sim.pid, "core": core.process.pid, "edge": edge.pid})
             finally:
                 edge.send_signal(signal.SIGTERM)
                 edge.communicate(timeout=30)
@@ -84,14 +99,24 @@ async def burst_of(sim: httpx.AsyncClient, actions: list[dict[str, Any]]) -> dic
     return {a["user_id"]: a["at"] for a in answer.json()["accepted"]}
 
 
+async def delivered(sim: httpx.AsyncClient) -> int:
+    return int((await sim.get("/stats")).json()["delivered"])
+
+
 async def first_replies(
-    sim: httpx.AsyncClient, ids: list[int], after: dict[int, int], deadline_s: float, contains: str = ""
+    sim: httpx.AsyncClient, ids: list[int], after: dict[int, int], deadline_s: float, contains: str = "",
+    expect_delivered: int | None = None,
 ) -> dict[int, dict[str, Any]]:
-    """Each user's first message after `after[user]` (containing `contains`), polled in bulk."""
+    """Each user's first message after `after[user]` (containing `contains`), polled in bulk.
+    With `expect_delivered`, waits on the simulator's cheap counter until that many messages
+    went out, so the measuring does not compete with the run for the CPU."""
     found: dict[int, dict[str, Any]] = {}
     end = time.monotonic() + deadline_s
+    while expect_delivered is not None and time.monotonic() < end and await delivered(sim) < expect_delivered:
+        await asyncio.sleep(0.1)
     while len(found) < len(ids) and time.monotonic() < end:
-        await asyncio.sleep(0.5)
+        if found or expect_delivered is None:
+            await asyncio.sleep(0.5)
         missing = [u for u in ids if u not in found]
         for chunk in range(0, len(missing), 500):
             part = missing[chunk:chunk + 500]
@@ -104,13 +129,16 @@ async def first_replies(
     return found
 
 
-async def burst(sim_url: str, users: int, deadline_s: float) -> dict[str, Any]:
-    async with httpx.AsyncClient(base_url=f"{sim_url}/_sim", timeout=300) as sim:
+async def burst(stack: BotStack, postmaster: int | None, users: int, deadline_s: float) -> dict[str, Any]:
+    async with httpx.AsyncClient(base_url=f"{stack.sim_url}/_sim", timeout=300) as sim:
         ids = await make_users(sim, users, 10_000)
+        before = await delivered(sim)
+        cpu_before = stack.cpu(postmaster)
         began = time.time()
         sent_at = await burst_of(sim, [{"user_id": u, "text": "/start"} for u in ids])
         sent_s = time.time() - began
-        replies = await first_replies(sim, ids, {}, deadline_s)
+        replies = await first_replies(sim, ids, {}, deadline_s, expect_delivered=before + len(ids))
+        cpu_after = stack.cpu(postmaster)
     waits = {u: (entry["at"] - sent_at[u]) * 1000 for u, entry in replies.items()}
     last = max(entry["at"] for entry in replies.values()) if replies else time.time()
     samples = sorted(waits.values())
@@ -120,6 +148,10 @@ async def burst(sim_url: str, users: int, deadline_s: float) -> dict[str, Any]:
         "p50_ms": round(statistics.median(samples), 1) if samples else None,
         "p95_ms": round(cut[94], 1), "p99_ms": round(cut[98], 1),
         "updates_per_s": round(len(samples) / (last - began), 1) if samples else 0.0,
+        # CPU per update, by process: the figure that load on the machine does not move much.
+        "cpu_ms_per_update": {
+            name: round(1000 * (cpu_after[name] - cpu_before[name]) / users, 3) for name in cpu_after
+        },
     }
 
 
@@ -129,8 +161,8 @@ def main() -> None:
     parser.add_argument("--deadline-s", type=float, default=600.0)
     args = parser.parse_args()
     with server() as pg, tempfile.TemporaryDirectory() as scratch, \
-            bot_stack(fresh_database(pg, "ingress"), Path(scratch)) as sim_url:
-        figures = asyncio.run(burst(sim_url, args.users, args.deadline_s))
+            bot_stack(fresh_database(pg, "ingress"), Path(scratch)) as stack:
+        figures = asyncio.run(burst(stack, pg.pid, args.users, args.deadline_s))
     emit({"bench": "ingress", **figures})
 
 

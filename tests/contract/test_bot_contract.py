@@ -109,3 +109,71 @@ async def test_a_message_marked_sent_is_no_longer_pending(chat: Chat) -> None:
         await uow.commit()
     async with chat.backend.new_uow() as uow:
         assert await uow.outbox.pending(10) == []
+
+
+async def test_a_burst_of_start_is_answered_like_single_events(chat: Chat) -> None:
+    """Thirty newcomers (one sending twice) and an old user in one turn: each newcomer gets
+    the bonus once and its welcome says so; events handled again say nothing twice and
+    grant nothing twice."""
+    now = chat.backend.clock.now()
+    await chat.send(BOB, "text", text="/start")  # an old user by now
+    newcomers = [BotUser(UserId(100 + i), "ru" if i % 2 else "en", f"N{i}") for i in range(30)]
+    events = [InboxEvent(1000 + i, user, "text", text="/start") for i, user in enumerate(newcomers)]
+    events += [InboxEvent(2000, newcomers[0], "text", text="/start"), InboxEvent(2001, BOB, "text", text="/balance"),
+               InboxEvent(2002, newcomers[1], "text", text="hello")]
+    await chat.inbox.add(events, now)
+    assert await chat.processor.turn() == len(events)
+    said = await _screens(chat)
+    first, again = said[newcomers[0].user_id]
+    assert first.text.startswith("Hi, N0!") and "You have 50 coins." in first.text
+    assert "welcome gift of 50 coins" in first.text and "gift" not in again.text
+    welcome, unknown = said[newcomers[1].user_id]
+    assert "На вашем счёте 50 монет" in welcome.text and "подарок" in welcome.text
+    assert unknown == render("screen", {"screen": "unknown"}, "ru")
+    (balance,) = said[BOB.user_id]
+    assert balance.text.startswith("Available: 50 coins")
+    for user in newcomers:
+        assert await _available(chat, user) == 50
+    # Handled again (a turn that died after granting, before marking done): nothing twice.
+    await chat.inbox.add([InboxEvent(3000 + i, user, "text", text="/start") for i, user in enumerate(newcomers)], now)
+    while await chat.processor.turn():
+        pass
+    said = await _screens(chat)
+    for user in newcomers:
+        assert await _available(chat, user) == 50
+        (welcome,) = said[user.user_id]
+        assert "gift" not in welcome.text and "подарок" not in welcome.text
+
+
+async def test_a_user_with_a_button_among_texts_keeps_its_order(chat: Chat) -> None:
+    now = chat.backend.clock.now()
+    await chat.inbox.add([
+        InboxEvent(10, ANNA, "text", text="/start"), InboxEvent(11, ANNA, "button", data="n:5"),
+        InboxEvent(12, ANNA, "text", text="/balance"), InboxEvent(13, BOB, "text", text="/start"),
+    ], now)
+    while await chat.processor.turn():
+        pass
+    welcome, video_first, balance = await chat.received(ANNA)
+    assert welcome.text.startswith("Привет, Анна!")
+    assert video_first.text == "Сначала пришлите видео."
+    assert balance.text.startswith("Доступно: 50 монет")
+
+
+async def _screens(chat: Chat) -> dict[UserId, list[Screen]]:
+    """Every user's new screens, by user."""
+    async with chat.backend.new_uow() as uow:
+        rows = [(i, m) for i, m in await uow.outbox.pending(10_000) if i > chat._seen]
+    chat._seen = max([chat._seen, *(i for i, _ in rows)])
+    languages = {u.user_id: u.language for u in (BOB, ANNA)}
+    languages |= {UserId(100 + i): "ru" if i % 2 else "en" for i in range(30)}
+    said: dict[UserId, list[Screen]] = {}
+    for _, m in rows:
+        said.setdefault(m.user_id, []).append(render(m.kind, m.payload, languages[m.user_id]))
+    return said
+
+
+async def _available(chat: Chat, user: BotUser) -> int:
+    async with chat.backend.new_uow() as uow:
+        account = await uow.accounts.get(user.user_id)
+    assert account is not None
+    return account.balance(chat.backend.clock.now()).available

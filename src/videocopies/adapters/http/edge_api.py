@@ -130,7 +130,7 @@ class MessageOut(BaseModel):
 
 
 class OutboxClaimIn(_Body):
-    limit: int = Field(20, ge=1, le=100)
+    limit: int = Field(20, ge=1, le=500)
     wait_s: float = Field(0.0, ge=0.0, le=60.0)
 
 

@@ -58,6 +58,10 @@ class InMemoryInbox:
                 self._store.outbox[next(self._store._outbox_ids)] = message
         self.processed[event.update_id] = outcome
 
+    async def done_many(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
+        for event, replies, outcome in handled:
+            await self.done(event, replies, outcome)
+
     async def release(self, user_ids: Sequence[UserId]) -> None:
         for user_id in user_ids:
             self._leases.pop(user_id, None)
@@ -73,6 +77,9 @@ class InMemoryBotUsers:
         first = user.user_id not in self.users
         self.users[user.user_id] = user
         return first
+
+    async def remember_many(self, users: Sequence[BotUser], now: datetime) -> set[UserId]:
+        return {user.user_id for user in users if await self.remember(user, now)}
 
     async def set_source(self, user_id: UserId, video: StoredVideo | None) -> None:
         if video is None:

@@ -51,6 +51,24 @@ _QUEUE_REPLY = """
 INSERT INTO outbox (user_id, kind, payload, dedup_key, created_at)
 VALUES (%s, %s, %s, %s, now()) ON CONFLICT (dedup_key) DO NOTHING
 """
+_QUEUE_REPLIES = """
+INSERT INTO outbox (user_id, kind, payload, dedup_key, created_at)
+SELECT r.user_id, r.kind, r.payload, r.dedup_key, now()
+  FROM unnest(%s::bigint[], %s::text[], %s::jsonb[], %s::text[])
+       WITH ORDINALITY AS r(user_id, kind, payload, dedup_key, n)
+ ORDER BY r.n
+ON CONFLICT (dedup_key) DO NOTHING
+"""
+_MARK_DONE = """
+UPDATE inbox SET processed_at = now(), outcome = d.outcome
+  FROM unnest(%s::bigint[], %s::text[]) AS d(id, outcome) WHERE inbox.id = d.id
+"""
+_REMEMBER = """
+INSERT INTO bot_users (user_id, language, first_name, created_at)
+SELECT u.*, %s::timestamptz FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS u
+ON CONFLICT (user_id) DO UPDATE SET language = EXCLUDED.language, first_name = EXCLUDED.first_name
+RETURNING user_id, (xmax = 0)
+"""
 _HOLD = "SELECT 1 FROM inbox_users WHERE user_id = ANY(%s) ORDER BY user_id FOR UPDATE"
 _FORGET = """
 DELETE FROM inbox_users u WHERE u.user_id = ANY(%s)
@@ -98,6 +116,16 @@ class PostgresInbox:
                 "UPDATE inbox SET processed_at = now(), outcome = %s WHERE id = %s", [outcome, event.event_id]
             )
 
+    async def done_many(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
+        replies = [reply for _, queued, _ in handled for reply in queued]
+        async with self._pool.connection() as conn, conn.transaction():
+            if replies:
+                await conn.execute(_QUEUE_REPLIES, [
+                    [r.user_id for r in replies], [r.kind for r in replies],
+                    [Jsonb(r.payload) for r in replies], [r.dedup_key for r in replies],
+                ])
+            await conn.execute(_MARK_DONE, [[e.event_id for e, _, _ in handled], [o for _, _, o in handled]])
+
     async def release(self, user_ids: Sequence[UserId]) -> None:
         users = list(user_ids)
         async with self._pool.connection() as conn, conn.transaction():
@@ -128,6 +156,15 @@ class PostgresBotUsers:
             )
             (inserted,) = await cur.fetchone()  # type: ignore[misc]
         return bool(inserted)
+
+    async def remember_many(self, users: Sequence[BotUser], now: datetime) -> set[UserId]:
+        latest = sorted({user.user_id: user for user in users}.values(), key=lambda u: u.user_id)
+        async with self._pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(_REMEMBER, [
+                now, [u.user_id for u in latest], [u.language for u in latest], [u.first_name for u in latest],
+            ])
+            rows = await cur.fetchall()
+        return {UserId(user_id) for user_id, inserted in rows if inserted}
 
     async def set_source(self, user_id: UserId, video: StoredVideo | None) -> None:
         async with self._pool.connection() as conn, conn.transaction():

@@ -78,12 +78,15 @@ class PostgresAccounts:
         self._uow = uow
         self.loaded: dict[UserId, tuple[CoinAccount, int, dict[str, Any]]] = {}
         self.added: dict[UserId, CoinAccount] = {}
+        self.absent: set[UserId] = set()  # prefetched and not there: no second look
 
     async def get(self, user_id: UserId) -> CoinAccount | None:
         if user_id in self.added:
             return self.added[user_id]
         if user_id in self.loaded:
             return self.loaded[user_id][0]
+        if user_id in self.absent:
+            return None
         row = await self._uow.locked_fetchone("load_account", {"user_id": user_id})
         return None if row is None else self.remember(user_id, row)
 
@@ -426,20 +429,21 @@ class PostgresUnitOfWork:
                     cur = self.conn.cursor(row_factory=dict_row)
                     await cur.execute(sql("load_order"), {"order_id": order_id})
                     order_rows.append(cur)
-                account_rows = []
-                for user_id in accounts:
-                    cur = self.conn.cursor(row_factory=dict_row)
-                    await cur.execute(sql("load_account"), {"user_id": user_id})
-                    account_rows.append((user_id, cur))
+                if accounts:  # one statement for any number of them
+                    batch = self.conn.cursor(row_factory=dict_row)
+                    await batch.execute(sql("load_accounts"), {"user_ids": sorted(accounts)})
             for cur in order_rows:
                 if (row := await cur.fetchone()) is not None:
                     self.orders.remember(row)
-            for user_id, cur in account_rows:
-                if (row := await cur.fetchone()) is not None:
-                    if row["seen_version"] != row["version"]:
-                        row = await self.fetchone("load_account", {"user_id": user_id})
-                    if row is not None:
-                        self.accounts.remember(user_id, row)
+            by_user = {UserId(row["user_id"]): row for row in await batch.fetchall()} if accounts else {}
+            for user_id in accounts:
+                row = by_user.get(user_id)
+                if row is not None and row["seen_version"] != row["version"]:
+                    row = await self.fetchone("load_account", {"user_id": user_id})
+                if row is not None:
+                    self.accounts.remember(user_id, row)
+                else:
+                    self.accounts.absent.add(user_id)
         except psycopg.Error as error:
             raise _translate(error) from error
 
@@ -480,5 +484,6 @@ class PostgresUnitOfWork:
         for repo in (self.accounts, self.orders, self.jobs):
             repo.loaded.clear()
             repo.added.clear()
+        self.accounts.absent.clear()
         self.pending.clear()
         self.late.clear()

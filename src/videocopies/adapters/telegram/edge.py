@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import logging
 import tempfile
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Protocol
 
+import aiohttp
 from aiogram import Bot
 from aiogram.exceptions import (
     TelegramBadRequest,
@@ -25,6 +27,7 @@ from aiogram.exceptions import (
     TelegramRetryAfter,
     TelegramServerError,
 )
+from aiogram.methods import AnswerCallbackQuery, GetUpdates, SendMessage, TelegramMethod
 from aiogram.types import FSInputFile, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
 from aiohttp import web
 
@@ -79,6 +82,41 @@ class StoreSources:
         await self._store.get_file(key, path)
 
 
+class LeanBotApi:
+    """Bot API calls as plain JSON on the bot's own HTTP session, for the hot paths (updates,
+    text screens, callback answers): building and validating aiogram's request and response
+    models costs more than the request itself, and a burst is thousands of them. Any answer
+    but success goes to aiogram, which raises its usual exception (retry_after, blocked, ...)."""
+
+    def __init__(self, bot: Bot) -> None:
+        self._bot = bot
+
+    async def call(self, method: type[TelegramMethod[Any]], body: dict[str, Any], timeout_s: float = 60.0) -> Any:
+        url = self._bot.session.api.api_url(self._bot.token, method.__api_method__)
+        http = await self._bot.session.create_session()
+        try:
+            async with http.post(url, json=body, timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
+                status, content = response.status, await response.text()
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise TelegramNetworkError(method=method.model_construct(**body), message=repr(error)) from error
+        if status == 200:
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                answer = json.loads(content)
+                if answer["ok"] is True:
+                    return answer["result"]
+        called = method.model_construct(**body)
+        self._bot.session.check_response(self._bot, called, status, content)  # raises aiogram's error
+        raise TelegramNetworkError(method=called, message=f"unexpected answer: {content[:200]}")
+
+    async def send_text(self, chat_id: int, text: str, buttons: list[list[dict[str, str]]]) -> int:
+        body: dict[str, Any] = {"chat_id": chat_id, "text": text}
+        if buttons:
+            body["reply_markup"] = {"inline_keyboard": [
+                [{"text": b["text"], "callback_data": b["data"]} for b in row] for row in buttons
+            ]}
+        return int((await self.call(SendMessage, body))["message_id"])
+
+
 class Receiver:
     def __init__(
         self, bot: Bot, core: CoreClient, sources: SourceStore, work_dir: Path,
@@ -87,15 +125,17 @@ class Receiver:
         self._bot, self._core, self._sources, self._work_dir = bot, core, sources, work_dir
         self._download_limit = max_video_bytes if local_api else min(max_video_bytes, CLOUD_DOWNLOAD_LIMIT)
         self._poll_timeout = poll_timeout
+        self._api = LeanBotApi(bot)
         self.stored = 0
 
     async def run(self, stop: asyncio.Event) -> None:
         offset: int | None = None
         while not stop.is_set():
+            body: dict[str, Any] = {"timeout": self._poll_timeout, "allowed_updates": ALLOWED_UPDATES}
+            if offset is not None:
+                body["offset"] = offset
             try:
-                updates = await _until(stop, self._bot.get_updates(
-                    offset=offset, timeout=self._poll_timeout, allowed_updates=ALLOWED_UPDATES
-                ))
+                updates = await _until(stop, self._api.call(GetUpdates, body, timeout_s=self._poll_timeout + 30))
             except (TelegramNetworkError, TelegramServerError) as error:
                 log.warning("getUpdates failed (%s); again shortly", error)
                 await asyncio.sleep(1.0)
@@ -104,11 +144,12 @@ class Receiver:
                 return
             if updates:
                 await self.store(updates)
-                offset = updates[-1].update_id + 1  # only after core has them
+                offset = updates[-1]["update_id"] + 1  # only after core has them
 
-    async def store(self, updates: list[Update]) -> None:
-        """Answer callbacks at once, then store the batch; core retries are the client's."""
-        answers = [self._answer(u.callback_query.id) for u in updates if u.callback_query is not None]
+    async def store(self, updates: list[dict[str, Any]]) -> None:
+        """Answer callbacks at once, then store the batch; core retries are the client's.
+        Updates are the Bot API's JSON: only a video's message becomes an aiogram model."""
+        answers = [self._answer(u["callback_query"]["id"]) for u in updates if u.get("callback_query")]
         events = await asyncio.gather(*(self._event(u) for u in updates))
         await asyncio.gather(*answers)
         found = [event for event in events if event is not None]
@@ -118,27 +159,24 @@ class Receiver:
 
     async def _answer(self, query_id: str) -> None:
         try:
-            await self._bot.answer_callback_query(query_id)
+            await self._api.call(AnswerCallbackQuery, {"callback_query_id": query_id})
         except TelegramBadRequest as late:
             log.info("callback %s not answered: %s", query_id, late)
 
-    async def _event(self, update: Update) -> dict[str, Any] | None:
-        if update.callback_query is not None:
-            query = update.callback_query
-            if not query.data:
+    async def _event(self, update: dict[str, Any]) -> dict[str, Any] | None:
+        update_id = update["update_id"]
+        if (query := update.get("callback_query")) is not None:
+            if not query.get("data"):
                 return None
-            return {"update_id": update.update_id, "user": _user(query.from_user), "kind": "button", "data": query.data}
-        message = update.message
-        if message is None or message.from_user is None:
+            return {"update_id": update_id, "user": _user(query["from"]), "kind": "button", "data": query["data"]}
+        message = update.get("message")
+        if message is None or message.get("from") is None:
             return None
-        user = _user(message.from_user)
-        media = message.video or message.document
-        if media is not None:
-            return {"update_id": update.update_id, "user": user, "kind": "video",
-                    "video": await self._video(message, update.update_id)}
-        if message.text:
-            return {"update_id": update.update_id, "user": user, "kind": "text", "text": message.text[:4096]}
-        return {"update_id": update.update_id, "user": user, "kind": "text", "text": ""}
+        user = _user(message["from"])
+        if message.get("video") or message.get("document"):
+            video = await self._video(Message.model_validate(message, context={"bot": self._bot}), update_id)
+            return {"update_id": update_id, "user": user, "kind": "video", "video": video}
+        return {"update_id": update_id, "user": user, "kind": "text", "text": (message.get("text") or "")[:4096]}
 
     async def _video(self, message: Message, update_id: int) -> dict[str, Any]:
         media: Any = message.video or message.document
@@ -181,37 +219,66 @@ class WebhookReceiver:
             self.refused += 1
             return web.Response(status=401, text="wrong secret token")
         try:
-            update = Update.model_validate(await request.json(), context={"bot": self._bot})
+            update = await request.json()
+            Update.model_validate(update, context={"bot": self._bot})
         except ValueError:
             return web.Response(status=400, text="not an update")
         try:
             await self._receiver.store([update])
         except Exception as error:  # noqa: BLE001 - Telegram delivers it again
-            log.warning("update %s not stored: %r", update.update_id, error)
+            log.warning("update %s not stored: %r", update["update_id"], error)
             return web.Response(status=503, text="not stored")
         return web.Response(status=200)
 
 
 class Sender:
-    """Sends what core's outbox holds, one chat's messages in order, chats in parallel."""
+    """Sends what core's outbox holds, one chat's messages in order, chats in parallel.
 
-    def __init__(self, bot: Bot, core: CoreClient, sources: SourceStore, work_dir: Path) -> None:
+    One claim loop keeps several claimed batches in flight, so sending never waits for the
+    next claim's round trip; claims stay one at a time, which is what keeps a chat's later
+    message out of a batch while an earlier one is still being sent."""
+
+    def __init__(
+        self, bot: Bot, core: CoreClient, sources: SourceStore, work_dir: Path,
+        batch: int = 200, batches_in_flight: int = 4,
+    ) -> None:
         self._bot, self._core, self._sources, self._work_dir = bot, core, sources, work_dir
+        self._api = LeanBotApi(bot)
+        self._batch, self._slots = batch, asyncio.Semaphore(batches_in_flight)
         self.sent = 0
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                answer = await _until(stop, self._core.call(
-                    "POST", "/v1/outbox/claim", {"limit": 50, "wait_s": 20}, timeout=45
-                ))
-            except Exception as error:  # noqa: BLE001 - core restarting: the client retried already
-                log.warning("outbox claim failed: %r", error)
-                await asyncio.sleep(1.0)
-                continue
-            if answer is None:
-                return
-            await self.send_all(answer["messages"])
+        sending: set[asyncio.Task[None]] = set()
+        try:
+            while not stop.is_set():
+                await _until(stop, self._slots.acquire())
+                if stop.is_set():
+                    return
+                try:
+                    answer = await _until(stop, self._core.call(
+                        "POST", "/v1/outbox/claim", {"limit": self._batch, "wait_s": 20}, timeout=45
+                    ))
+                except Exception as error:  # noqa: BLE001 - core restarting: the client retried already
+                    self._slots.release()
+                    log.warning("outbox claim failed: %r", error)
+                    await asyncio.sleep(1.0)
+                    continue
+                if answer is None:
+                    return
+                task = asyncio.create_task(self._send_batch(answer["messages"]))
+                sending.add(task)
+                task.add_done_callback(sending.discard)
+        finally:
+            if sending:  # a claimed batch is sent and reported before edge stops
+                await asyncio.gather(*sending, return_exceptions=True)
+
+    async def _send_batch(self, messages: list[dict[str, Any]]) -> None:
+        try:
+            await self.send_all(messages)
+        except Exception as error:  # noqa: BLE001 - unreported messages go out again after their hold
+            log.warning("a batch of %d messages was not reported: %r", len(messages), error)
+        finally:
+            self._slots.release()
 
     async def send_all(self, messages: list[dict[str, Any]]) -> None:
         """Send a claimed batch, then report every message of it in one call (a report lost
@@ -232,7 +299,7 @@ class Sender:
 
     async def _send(self, message: dict[str, Any], reports: list[dict[str, Any]]) -> bool:
         try:
-            sent = await self._deliver(message)
+            message_id, file_id = await self._deliver(message)
         except TelegramRetryAfter as slow_down:
             await self._retry(message, float(slow_down.retry_after), f"429: {slow_down.message}")
             return False
@@ -243,35 +310,33 @@ class Sender:
         except (TelegramNetworkError, TelegramServerError, OSError) as error:
             await self._retry(message, 2.0, str(error))
             return False
-        file_id = None
-        if sent.video is not None:
-            file_id = sent.video.file_id
-        elif sent.document is not None:
-            file_id = sent.document.file_id
-        report: dict[str, Any] = {"id": message["id"], "message_id": sent.message_id}
+        report: dict[str, Any] = {"id": message["id"], "message_id": message_id}
         if file_id:
             report["file_id"] = file_id
         reports.append(report)
         return True
 
-    async def _deliver(self, message: dict[str, Any]) -> Message:
+    async def _deliver(self, message: dict[str, Any]) -> tuple[int, str | None]:
+        """Send one message; its Telegram message id and, for a video, the file id."""
+        video = message.get("video")
+        if not video:
+            return await self._api.send_text(message["chat_id"], message["text"], message["buttons"]), None
         markup = None
         if message["buttons"]:
             markup = InlineKeyboardMarkup(inline_keyboard=[
                 [InlineKeyboardButton(text=b["text"], callback_data=b["data"]) for b in row]
                 for row in message["buttons"]
             ])
-        video = message.get("video")
-        if not video:
-            return await self._bot.send_message(message["chat_id"], message["text"], reply_markup=markup)
         self._work_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=self._work_dir) as scratch:
             path = Path(scratch) / "copy.mp4"
             await self._sources.fetch(video["key"], video.get("url"), path)
-            return await self._bot.send_video(
+            sent = await self._bot.send_video(
                 message["chat_id"], FSInputFile(path, filename="copy.mp4"), caption=message["text"],
                 reply_markup=markup, supports_streaming=True,
             )
+        media = sent.video or sent.document
+        return sent.message_id, media.file_id if media is not None else None
 
     async def _retry(self, message: dict[str, Any], after_s: float, error: str) -> None:
         log.info("message %s again in %.1fs: %s", message["id"], after_s, error)
@@ -280,8 +345,9 @@ class Sender:
             await self._core.call("POST", f"/v1/outbox/{message['id']}/retry", body)
 
 
-def _user(user: Any) -> dict[str, Any]:
-    return {"id": user.id, "language_code": user.language_code, "first_name": (user.first_name or "")[:256]}
+def _user(user: dict[str, Any]) -> dict[str, Any]:
+    return {"id": user["id"], "language_code": user.get("language_code"),
+            "first_name": (user.get("first_name") or "")[:256]}
 
 
 async def _until(stop: asyncio.Event, work: Any) -> Any:

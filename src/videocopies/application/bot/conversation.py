@@ -20,7 +20,7 @@ from videocopies.application import use_cases as uc
 from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo
 from videocopies.application.errors import NotFound, ServiceBusy
 from videocopies.application.ports import Clock, OutboxMessage
-from videocopies.domain.coins import InsufficientCoins, LotKind
+from videocopies.domain.coins import CoinAccount, InsufficientCoins, LotKind
 from videocopies.domain.orders import OrderNotInState, OrderState
 from videocopies.domain.pricing import PricingPolicy, Quote, QuoteAlreadyUsed, QuoteExpired, TariffRetired
 from videocopies.domain.shared import LotId, OrderId, UserId
@@ -28,9 +28,18 @@ from videocopies.domain.shared import LotId, OrderId, UserId
 VIDEO_TYPES = ("video/mp4", "video/quicktime", "video/webm", "video/x-matroska", "video/mpeg")
 
 
+# Text commands a whole batch of users can share a few statements for: they only greet,
+# explain or show a balance (anything else, /history included, goes one event at a time).
+_HISTORY = "/history"
+_READS_BALANCE = ("/start", "/balance")
+
+
 class BotUsers(Protocol):
     async def remember(self, user: BotUser, now: datetime) -> bool:
         """Store (or update) the user; True on first contact."""
+        ...
+    async def remember_many(self, users: Sequence[BotUser], now: datetime) -> set[UserId]:
+        """Store (or update) each user (one per id); returns those seen for the first time."""
         ...
     async def set_source(self, user_id: UserId, video: StoredVideo | None) -> None: ...
     async def source(self, user_id: UserId) -> StoredVideo | None: ...
@@ -80,9 +89,7 @@ class Conversation:
         first_contact = False
         if self._known.get(event.user.user_id) != event.user:
             first_contact = await self.users.remember(event.user, self.clock.now())
-            if len(self._known) > 100_000:
-                self._known.clear()
-            self._known[event.user.user_id] = event.user
+            self._knows(event.user)
         replies = _Replies(event)
         if event.kind == "video" and event.video is not None:
             await self._video(event.user, event.video, replies)
@@ -94,26 +101,73 @@ class Conversation:
             replies.screen("unknown")
         return replies.messages
 
+    def in_bulk(self, event: InboxEvent) -> bool:
+        """Whether `handle_many` may take this event."""
+        return event.kind == "text" and _command(event.text) != _HISTORY
+
+    async def handle_many(self, events: Sequence[InboxEvent]) -> list[list[OutboxMessage]]:
+        """`handle` for a batch of `in_bulk` events (each user's in order), with the same
+        replies, in three transactions whatever the batch's size: the users remembered at
+        once, then every newcomer's bonus granted and every balance read together. This is
+        what keeps a burst of /start from thousands of users from queueing behind itself."""
+        now = self.clock.now()
+        changed = {e.user.user_id: e.user for e in events if self._known.get(e.user.user_id) != e.user}
+        newcomers = await self.users.remember_many(list(changed.values()), now) if changed else set()
+        for user in changed.values():
+            self._knows(user)
+        first_events: dict[UserId, int] = {}
+        for event in events:
+            first_events.setdefault(event.user.user_id, event.update_id)
+        bonus_for = {
+            e.update_id for e in events
+            if e.user.user_id in newcomers and first_events[e.user.user_id] == e.update_id
+            and _command(e.text) == "/start" and self.settings.start_bonus
+        }
+        grants = [self._start_bonus(e.user.user_id) for e in events if e.update_id in bonus_for]
+        readers = [e.user.user_id for e in events if _command(e.text) in _READS_BALANCE]
+        accounts = await self.grant_coins.many(grants, readers) if grants or readers else {}
+        out = []
+        for event in events:
+            replies = _Replies(event)
+            command = _command(event.text)
+            view = account_view(accounts.get(event.user.user_id), now) if command in _READS_BALANCE else None
+            bonus = self.settings.start_bonus if event.update_id in bonus_for else 0
+            self._plain(command, event.user, bonus, view, replies)
+            out.append(replies.messages)
+        return out
+
+    def _knows(self, user: BotUser) -> None:
+        if len(self._known) > 100_000:
+            self._known.clear()
+        self._known[user.user_id] = user
+
+    def _start_bonus(self, user_id: UserId) -> uc.GrantCoinsCommand:
+        return uc.GrantCoinsCommand(user_id, LotKind.START, self.settings.start_bonus,
+                                    self.settings.start_bonus_valid_for, LotId(f"start-{user_id}"))
+
     async def _text(self, user: BotUser, text: str, first_contact: bool, replies: _Replies) -> None:
-        command = text.split()[0].split("@")[0].lower() if text else ""
-        if command == "/start":
-            bonus = 0
-            if first_contact and self.settings.start_bonus:
-                await self.grant_coins(
-                    uc.GrantCoinsCommand(user.user_id, LotKind.START, self.settings.start_bonus,
-                                         self.settings.start_bonus_valid_for, LotId(f"start-{user.user_id}"))
-                )
-                bonus = self.settings.start_bonus
-            balance = await self._balance(user.user_id)
-            replies.screen("welcome", name=user.first_name, available=balance["available"], bonus=bonus)
+        command = _command(text)
+        if command == _HISTORY:
+            orders = await self.users.history(user.user_id, 10)
+            replies.screen("history", orders=[dict(o) for o in orders])
+            return
+        bonus = 0
+        if command == "/start" and first_contact and self.settings.start_bonus:
+            await self.grant_coins(self._start_bonus(user.user_id))
+            bonus = self.settings.start_bonus
+        view = await self._balance(user.user_id) if command in _READS_BALANCE else None
+        self._plain(command, user, bonus, view, replies)
+
+    def _plain(
+        self, command: str, user: BotUser, bonus: int, view: dict[str, Any] | None, replies: _Replies
+    ) -> None:
+        if command == "/start" and view is not None:
+            replies.screen("welcome", name=user.first_name, available=view["available"], bonus=bonus)
         elif command == "/help":
             replies.screen("help", max_mb=self.settings.max_video_bytes // (1024 * 1024),
                            max_s=int(self.settings.max_video_seconds))
-        elif command == "/balance":
-            replies.screen("balance", **await self._balance(user.user_id))
-        elif command == "/history":
-            orders = await self.users.history(user.user_id, 10)
-            replies.screen("history", orders=[dict(o) for o in orders])
+        elif command == "/balance" and view is not None:
+            replies.screen("balance", **view)
         else:
             replies.screen("unknown")
 
@@ -201,15 +255,25 @@ class Conversation:
         now = self.clock.now()
         async with self.uow() as uow:
             account = await uow.accounts.get(user_id)
-        if account is None:
-            return {"available": 0, "reserved": 0, "lots": []}
-        balance = account.balance(now)
-        lots = [
-            {"amount": lot.available, "expires_at": lot.expires_at.isoformat() if lot.expires_at else None}
-            for lot in sorted(account.lots, key=lambda lot: (lot.expires_at is None, lot.expires_at or now))
-            if lot.available > 0 and (lot.expires_at is None or lot.expires_at > now)
-        ]
-        return {"available": balance.available, "reserved": balance.reserved, "lots": lots}
+        return account_view(account, now)
+
+
+def _command(text: str | None) -> str:
+    text = (text or "").strip()
+    return text.split()[0].split("@")[0].lower() if text else ""
+
+
+def account_view(account: CoinAccount | None, now: datetime) -> dict[str, Any]:
+    """The balance screen's figures: available, reserved, and the live lots by expiry."""
+    if account is None:
+        return {"available": 0, "reserved": 0, "lots": []}
+    balance = account.balance(now)
+    lots = [
+        {"amount": lot.available, "expires_at": lot.expires_at.isoformat() if lot.expires_at else None}
+        for lot in sorted(account.lots, key=lambda lot: (lot.expires_at is None, lot.expires_at or now))
+        if lot.available > 0 and (lot.expires_at is None or lot.expires_at > now)
+    ]
+    return {"available": balance.available, "reserved": balance.reserved, "lots": lots}
 
 
 class _Replies:

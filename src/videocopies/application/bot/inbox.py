@@ -36,6 +36,9 @@ class Inbox(Protocol):
     async def done(self, event: InboxEvent, replies: Sequence[OutboxMessage], outcome: str) -> None:
         """Mark handled and queue the replies, in one transaction."""
         ...
+    async def done_many(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
+        """`done` for many events, in one transaction; the replies queued in this order."""
+        ...
     async def release(self, user_ids: Sequence[UserId]) -> None:
         """Give the users back: forgotten when nothing is pending, else free for the next turn."""
         ...
@@ -49,28 +52,51 @@ class InboxProcessor:
         clock: Clock,
         replies_queued: Callable[[], None] = lambda: None,
         lease_s: float = 30.0,
-        users_per_turn: int = 20,
+        users_per_turn: int = 200,
     ) -> None:
         self._inbox, self._conversation, self._clock = inbox, conversation, clock
         self._replies_queued, self._lease_s, self._users_per_turn = replies_queued, lease_s, users_per_turn
         self.handled = 0
 
     async def turn(self) -> int:
-        """Handle the pending events of a few waiting users (one lease, one read and one
-        release for all of them); each user's events in order, the users side by side.
-        0 when no user was waiting."""
+        """Handle the pending events of waiting users (one lease and one read for all of
+        them); each user's events in order, the users side by side. Users with only simple
+        text commands (the bulk of a burst) are handled together in a few statements and
+        released at once; the others one event at a time. 0 when no user was waiting."""
         users = await self._inbox.lease_users(self._clock.now(), self._lease_s, self._users_per_turn)
         if not users:
             return 0
+        bulk: list[UserId] = []
+        rest = list(users)
+        handled = 0
         try:
             by_user: dict[UserId, list[InboxEvent]] = {user: [] for user in users}
             for event in await self._inbox.pending(users):
                 by_user[event.user.user_id].append(event)
-            handled = sum(await asyncio.gather(*(self._handle(events) for events in by_user.values())))
+            bulk = [u for u, events in by_user.items() if events and all(map(self._conversation.in_bulk, events))]
+            rest = [u for u in users if u not in set(bulk)]
+            if bulk:
+                try:
+                    handled += await self._handle_bulk([e for u in bulk for e in by_user[u]])
+                except Exception as error:  # noqa: BLE001 - one at a time still works
+                    log.warning("a bulk turn of %d users failed (%r); one event at a time", len(bulk), error)
+                    rest, bulk = list(users), []
+                else:
+                    await self._inbox.release(bulk)
+                    bulk = []
+            handled += sum(await asyncio.gather(*(self._handle(by_user[u]) for u in rest)))
         finally:
-            await self._inbox.release(users)
+            if bulk or rest:
+                await self._inbox.release([*bulk, *rest])
         self.handled += handled
         return handled
+
+    async def _handle_bulk(self, events: Sequence[InboxEvent]) -> int:
+        events = sorted(events, key=lambda e: e.event_id or 0)
+        replies = await self._conversation.handle_many(events)
+        await self._inbox.done_many([(e, r, "ok") for e, r in zip(events, replies, strict=True)])
+        self._replies_queued()
+        return len(events)
 
     async def _handle(self, events: Sequence[InboxEvent]) -> int:
         for event in events:

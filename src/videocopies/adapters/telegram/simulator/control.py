@@ -140,6 +140,11 @@ def control_routes(state: SimulatorState) -> list[Route]:
             str(u): [e.to_json() for e in SimulatedUser(state, u).received if e.seq > after] for u in ids
         })
 
+    async def stats(request: Request) -> Response:
+        """Counters cheap enough to poll during a load run: {"delivered", "users"}."""
+        with state.lock:
+            return JSONResponse({"delivered": state.delivered, "users": len(state.users)})
+
     async def file(request: Request) -> Response:
         file_id = request.path_params["file_id"]
         with state.lock:
@@ -155,6 +160,7 @@ def control_routes(state: SimulatorState) -> list[Route]:
         Route("/users/bulk", guarded(new_users), methods=["POST"]),
         Route("/burst", guarded(burst), methods=["POST"]),
         Route("/received", guarded(received_many), methods=["GET"]),
+        Route("/stats", guarded(stats), methods=["GET"]),
         Route("/users/{user_id:int}/messages", guarded(send_text), methods=["POST"]),
         Route("/users/{user_id:int}/videos", guarded(send_video), methods=["POST"]),
         Route("/users/{user_id:int}/presses", guarded(press), methods=["POST"]),

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import uvicorn
+import uvloop
 from aiogram.client.telegram import TelegramAPIServer
 
 from videocopies.adapters.telegram.simulator.app import create_app
@@ -108,7 +109,7 @@ class BotApiSimulator:
         self.state.close()
 
     def serve_forever(self) -> None:
-        asyncio.run(self._uvicorn().serve(sockets=[self._socket]))
+        uvloop.run(self._uvicorn().serve(sockets=[self._socket]))
 
 
 __all__ = ["BotApiSimulator"]

@@ -217,6 +217,7 @@ class SimulatorState:
         self._bot_ids = itertools.count(7_000_000_001)
         self._user_ids = itertools.count(100_000_001)
         self._message_ids: dict[tuple[int, int], itertools.count] = {}
+        self.delivered = 0  # messages bots sent to users, all chats
 
     @property
     def local(self) -> bool:
@@ -301,6 +302,7 @@ class SimulatorState:
             chat.messages[message["message_id"]] = message
             entry = Received(next(self._seq), method, message, self.clock())
             chat.received.append(entry)
+            self.delivered += 1
         chat.changed.notify()
         return entry
 
