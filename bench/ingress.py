@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 import httpx
+import psycopg
 from _support import cpu_seconds, emit, fresh_database, postgres_cpu_seconds, server
 
 from videocopies.adapters.postgres.cluster import free_port
@@ -144,7 +145,7 @@ async def burst(stack: BotStack, postmaster: int | None, users: int, deadline_s:
     samples = sorted(waits.values())
     cut = statistics.quantiles(samples, n=100) if len(samples) >= 100 else [max(samples or [0])] * 99
     return {
-        "users": users, "answered": len(samples), "burst_send_s": round(sent_s, 2),
+        "began": began, "users": users, "answered": len(samples), "burst_send_s": round(sent_s, 2),
         "p50_ms": round(statistics.median(samples), 1) if samples else None,
         "p95_ms": round(cut[94], 1), "p99_ms": round(cut[98], 1),
         "updates_per_s": round(len(samples) / (last - began), 1) if samples else 0.0,
@@ -155,14 +156,29 @@ async def burst(stack: BotStack, postmaster: int | None, users: int, deadline_s:
     }
 
 
+def stages(url: str, began: float) -> dict[str, float]:
+    """When the last update was stored in the inbox, handled, and its reply sent, counted
+    from the burst: where a queue builds up."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT extract(epoch FROM (SELECT max(received_at) FROM inbox)),"
+            " extract(epoch FROM (SELECT max(processed_at) FROM inbox)),"
+            " extract(epoch FROM (SELECT max(sent_at) FROM outbox))"
+        ).fetchone()
+    assert row is not None
+    return {name: round(float(at) - began, 2) for name, at in zip(("stored", "handled", "sent"), row, strict=True)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--users", type=int, default=10_000)
     parser.add_argument("--deadline-s", type=float, default=600.0)
     args = parser.parse_args()
-    with server() as pg, tempfile.TemporaryDirectory() as scratch, \
-            bot_stack(fresh_database(pg, "ingress"), Path(scratch)) as stack:
-        figures = asyncio.run(burst(stack, pg.pid, args.users, args.deadline_s))
+    with server() as pg, tempfile.TemporaryDirectory() as scratch:
+        url = fresh_database(pg, "ingress")
+        with bot_stack(url, Path(scratch)) as stack:
+            figures = asyncio.run(burst(stack, pg.pid, args.users, args.deadline_s))
+        figures["stages_s"] = stages(url, figures.pop("began"))
     emit({"bench": "ingress", **figures})
 
 

@@ -90,12 +90,16 @@ class LeanBotApi:
 
     def __init__(self, bot: Bot) -> None:
         self._bot = bot
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}  # made once: costly to build per call
 
     async def call(self, method: type[TelegramMethod[Any]], body: dict[str, Any], timeout_s: float = 60.0) -> Any:
         url = self._bot.session.api.api_url(self._bot.token, method.__api_method__)
         http = await self._bot.session.create_session()
+        timeout = self._timeouts.get(timeout_s) or self._timeouts.setdefault(
+            timeout_s, aiohttp.ClientTimeout(total=timeout_s)
+        )
         try:
-            async with http.post(url, json=body, timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
+            async with http.post(url, json=body, timeout=timeout) as response:
                 status, content = response.status, await response.text()
         except (aiohttp.ClientError, TimeoutError) as error:
             raise TelegramNetworkError(method=method.model_construct(**body), message=repr(error)) from error
