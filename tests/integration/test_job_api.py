@@ -231,3 +231,40 @@ async def test_bad_requests_are_refused_with_4xx(api: Api) -> None:
         assert (await worker.post("/v1/jobs/x/renew", json={"token": "t"})).status_code == 404
         assert (await worker.post("/v1/jobs/x%2Fy/renew", json={"token": "t"})).status_code in (404, 422)
         assert (await worker.post("/v1/jobs/x/source/url", json={"token": "t"})).status_code == 404
+
+
+def _metric(text: str, name: str) -> float:
+    """A sample's value from Prometheus' text format (0 when it is absent)."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+async def test_metrics_tell_claims_copies_refusals_and_the_queue(api: Api) -> None:
+    order_a = await api.order(user=6, copies=1)
+    await api.order(user=7, copies=1)
+    await api.order(user=8, copies=1)
+    async with api.client() as anyone, api.client("worker-a") as a, api.client("worker-b") as b:
+        before = (await anyone.get("/metrics")).text
+        assert _metric(before, 'videocopies_queue_jobs{state="queued"}') == 3
+        (job,) = (await a.post("/v1/jobs/claim", json={})).json()["jobs"]
+        assert job["order_id"] == order_a
+        base, token = f"/v1/jobs/{job['job_id']}", job["token"]
+        key = copy_key(order_a, 0, token)
+        artifact = {"size": 10, "sha256": "a" * 64, "duration_s": 1.0, "width": 540, "height": 960}
+        await a.post(f"{base}/copies/0/checkpoint", json={"token": token, "object_key": key, **artifact})
+        await b.post(f"{base}/renew", json={"token": token})  # a stolen token: refused and counted
+        await a.post(f"{base}/complete", json={"token": token, "receipt_id": "m-1"})
+        await api.core.inbox_processor.turn()  # the copy's message waits in the outbox meanwhile
+        after = (await anyone.get("/metrics")).text
+    assert after.count("# TYPE videocopies_") >= 12
+    assert _metric(after, "videocopies_jobs_claimed_total") == 1
+    assert _metric(after, 'videocopies_jobs_finished_total{outcome="done"}') == 1
+    assert _metric(after, 'videocopies_refused_writes_total{reason="not_owner"}') == 1
+    assert _metric(after, "videocopies_refused_writes_recorded") == 1
+    assert _metric(after, "videocopies_copy_seconds_count") == 1
+    assert _metric(after, 'videocopies_queue_jobs{state="queued"}') == 2
+    assert _metric(after, 'videocopies_queue_jobs{state="leased"}') == 0
+    assert _metric(after, "videocopies_outbox_pending") >= 1 and _metric(after, "videocopies_outbox_lag_seconds") >= 0
+    assert _metric(after, "videocopies_figures_unavailable") == 0

@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import uvicorn
@@ -24,7 +24,9 @@ from fastapi import FastAPI
 
 from videocopies.adapters.http.api import JobApiServices, create_app
 from videocopies.adapters.http.edge_api import EdgeApiServices, OutboxNews
+from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.postgres import migrate
+from videocopies.adapters.postgres.figures import read_figures
 from videocopies.adapters.postgres.nodes import CHANNEL as NODES_CHANNEL
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
@@ -66,7 +68,8 @@ def build(
 
 
 async def sweep(
-    container: PostgresService, stop: asyncio.Event, lease_sweep_s: float = 1.0, peek: PostgresQueuePeek | None = None
+    container: PostgresService, stop: asyncio.Event, lease_sweep_s: float = 1.0, peek: PostgresQueuePeek | None = None,
+    leases_expired: Callable[[int], None] = lambda count: None,
 ) -> None:
     """Leases that ran out go back to the queue; expired coin lots close. With `peek`, the
     sweep glances first and opens a transaction only when some lease has run out."""
@@ -77,6 +80,7 @@ async def sweep(
         try:
             if (peek is None or await peek.lapsed()) and (expired := await expire_leases()):
                 log.info("took back %d expired leases", expired)
+                leases_expired(expired)
             if ticks % 60 == 0:
                 await expire_coins()
         except Exception as error:  # noqa: BLE001 - a database restart must not stop the sweeps
@@ -125,6 +129,7 @@ class Core:
             peek=self.peek.claimable,
         )
         cases = container.use_cases
+        self.metrics = CoreMetrics(lambda: read_figures(self.pool))
         self.outbox = PostgresOutboxQueue(self.pool)
         self.outbox_news = OutboxNews(self.outbox.anything)
         self.inbox_news = asyncio.Event()
@@ -137,14 +142,14 @@ class Core:
             inbox=gateways.inbox(), inbox_added=self._inbox_added, outbox=self.outbox, news=self.outbox_news,
             languages=gateways.bot_users().languages, record_delivery=cases.record_delivery(),
             give_up_delivery=cases.give_up_delivery(), store=store,
-            clock=gateways.clock(),
+            clock=gateways.clock(), metrics=self.metrics,
         )
         self.services = JobApiServices(
             authenticator=self.authenticator, waiters=self.waiters,
             renew_lease=cases.renew_lease(), checkpoint_copy=cases.checkpoint_copy(),
             complete_job=cases.complete_job(), fail_job=cases.fail_job(),
             acknowledge_cancel=cases.acknowledge_cancel(), inspect_held_job=cases.inspect_held_job(),
-            store=store, info=self.info, queued=self.outbox_news.queued,
+            store=store, info=self.info, queued=self.outbox_news.queued, metrics=self.metrics,
         )
         self._stop = asyncio.Event()
         self._sweeps: asyncio.Task[None] | None = None
@@ -159,7 +164,9 @@ class Core:
         await self.notifier.start()
         await self.authenticator.start()
         await self.waiters.start()
-        self._sweeps = asyncio.create_task(sweep(self.container, self._stop, self._lease_sweep_s, self.peek))
+        self._sweeps = asyncio.create_task(sweep(
+            self.container, self._stop, self._lease_sweep_s, self.peek, self.metrics.lease_expiries.inc
+        ))
         self._inbox = asyncio.create_task(
             self.inbox_processor.run(
                 self._stop, self._inbox_wait, self._inbox_workers, safety_poll_s=10.0, peek=self.peek.inbox_waiting

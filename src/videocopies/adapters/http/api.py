@@ -17,11 +17,13 @@ from typing import Annotated, Any
 
 import attrs
 from fastapi import Depends, FastAPI, Path, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
 import videocopies
+from videocopies.adapters.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.application import use_cases as uc
 from videocopies.application.claims import ClaimWaiters
 from videocopies.application.errors import ApplicationError, NotFound
@@ -53,6 +55,7 @@ class JobApiServices:
     info: Callable[[], Awaitable[dict[str, Any]]]
     url_ttl: timedelta = timedelta(minutes=15)
     queued: Callable[[], None] = lambda: None  # a write may have queued a message for the user
+    metrics: CoreMetrics = attrs.field(factory=CoreMetrics)
 
 
 # --- wire models ---------------------------------------------------------------------------
@@ -192,6 +195,7 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
 
     @app.exception_handler(LeaseLost)
     async def lease_lost(_request: Request, exc: LeaseLost) -> JSONResponse:
+        services.metrics.refused.labels(exc.reason.value).inc()
         if exc.reason is LeaseLossReason.NOT_OWNER:
             return _problem(403, "not_your_job", "this job is held by another worker", exc.reason.value)
         return _problem(409, "lease_lost", "the lease on this job is no longer yours", exc.reason.value)
@@ -230,6 +234,11 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
         """Who this token belongs to: a worker's name is its worker id."""
         return NodeOut(name=node.name, role=node.role, scopes=sorted(node.scopes))
 
+    @app.get("/metrics", tags=["health"], response_class=Response)
+    async def metrics() -> Response:
+        """This core's figures in Prometheus' text format; no token needed."""
+        return Response(await services.metrics.render(), media_type=METRICS_CONTENT_TYPE)
+
     @app.get("/_info", tags=["health"])
     async def info() -> dict[str, Any]:
         """Version, schema level, uptime and active leases; no token needed."""
@@ -261,6 +270,7 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
         finally:
             if gone is not None:
                 gone.cancel()
+        services.metrics.jobs_claimed([job.job_id for job in jobs])
         return ClaimResponse(jobs=[_claimed(job) for job in jobs])
 
     @app.post("/v1/jobs/{job_id}/renew", tags=["jobs"], responses=_REFUSALS)
@@ -282,6 +292,8 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
             uc.CheckpointCopyCommand(JobId(job_id), OwnerToken(body.token), index, artifact, _wid(node))
         )
         services.queued()  # the copy goes to the user now
+        if recorded:
+            services.metrics.copy_recorded(job_id)
         return CheckpointResponse(recorded=recorded)
 
     @app.post("/v1/jobs/{job_id}/complete", tags=["jobs"], responses=_REFUSALS)
@@ -291,6 +303,7 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
             uc.CompleteJobCommand(JobId(job_id), OwnerToken(body.token), body.receipt_id, _wid(node))
         )
         services.queued()
+        services.metrics.job_finished(job_id, "done")
         return result
 
     @app.post("/v1/jobs/{job_id}/fail", tags=["jobs"], responses=_REFUSALS)
@@ -302,6 +315,7 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
             )
         )
         services.queued()
+        services.metrics.job_finished(job_id, "given_back" if body.retryable else "failed")
         return result
 
     @app.post("/v1/jobs/{job_id}/cancel/status", tags=["jobs"], responses=_REFUSALS)
@@ -315,6 +329,7 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
         """The worker stopped FFmpeg and its file operations: the job and order close."""
         await services.acknowledge_cancel(JobId(job_id), OwnerToken(body.token), _wid(node))
         services.queued()
+        services.metrics.job_finished(job_id, "cancelled")
         return {"state": "cancelled"}
 
     @app.post("/v1/jobs/{job_id}/source/url", tags=["jobs"], responses=_REFUSALS)

@@ -18,6 +18,7 @@ from fastapi import Depends, FastAPI, Path
 from pydantic import BaseModel, Field
 
 from videocopies.adapters.http.api import IDENTIFIER, MAX_BYTES, NO_NUL, SignedUrl, _Body, _Forbidden, _signed
+from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
 from videocopies.application import use_cases as uc
 from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo, language_of
@@ -71,6 +72,7 @@ class EdgeApiServices:
     store: ObjectStore | None
     clock: Clock
     url_ttl: timedelta = timedelta(minutes=15)
+    metrics: CoreMetrics = attrs.field(factory=CoreMetrics)
 
 
 class UserIn(BaseModel):
@@ -172,6 +174,7 @@ def add_edge_routes(
         stored = await services.inbox.add(events, services.clock.now())
         if stored:
             services.inbox_added()
+            services.metrics.inbox_stored.inc(stored)
         return {"stored": stored}
 
     @app.post("/v1/sources/upload-url", tags=["edge"])
@@ -240,6 +243,7 @@ def add_edge_routes(
         recorded = await services.outbox.sent_many(
             [(r.id, r.model_dump(exclude_none=True, exclude={"id"})) for r in body.reports]
         )
+        services.metrics.outbox_sent.inc(recorded)
         return {"recorded": recorded, "debited": debited}
 
     @app.post("/v1/outbox/{message_id}/retry", tags=["edge"])

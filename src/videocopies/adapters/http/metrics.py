@@ -1,0 +1,88 @@
+"""Core's figures in Prometheus' text format (`GET /metrics`).
+
+Counters are this process's own (Prometheus adds up the cores); the queue's depth and the
+inbox and outbox lag are read from the database at scrape time, so every core reports the
+same truth about them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from videocopies.adapters.postgres.figures import QueueFigures
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_COPY_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
+
+
+class CoreMetrics:
+    def __init__(self, figures: Callable[[], Awaitable[QueueFigures]] | None = None) -> None:
+        self._figures = figures
+        self._last_copy: dict[str, float] = {}  # job id -> when its claim or last copy was seen
+        self.registry = CollectorRegistry()
+        on = {"registry": self.registry}
+        self.claimed = Counter("videocopies_jobs_claimed", "Jobs handed to workers", **on)
+        self.finished = Counter("videocopies_jobs_finished", "Jobs closed by a worker, by outcome", ["outcome"], **on)
+        self.lease_expiries = Counter(
+            "videocopies_lease_expiries", "Leases that ran out and were taken back by the sweep", **on
+        )
+        self.refused = Counter(
+            "videocopies_refused_writes", "Writes refused for a lost lease (zombies), by reason", ["reason"], **on
+        )
+        self.copy_seconds = Histogram(
+            "videocopies_copy_seconds",
+            "Time from a job's claim or previous copy to this copy's checkpoint: rendering and upload",
+            buckets=_COPY_BUCKETS, **on,
+        )
+        self.inbox_stored = Counter("videocopies_inbox_stored", "Telegram updates stored in the inbox", **on)
+        self.outbox_sent = Counter("videocopies_outbox_sent", "Messages edge reported sent", **on)
+        self.payments = Counter("videocopies_payments_credited", "Payments credited with coins", **on)
+        self._depth = Gauge("videocopies_queue_jobs", "Unfinished jobs, by state", ["state"], **on)
+        self._inbox = Gauge("videocopies_inbox_pending", "Inbox events not yet handled", **on)
+        self._inbox_lag = Gauge("videocopies_inbox_lag_seconds", "Age of the oldest unhandled event", **on)
+        self._outbox = Gauge("videocopies_outbox_pending", "Messages not yet sent", **on)
+        self._outbox_lag = Gauge("videocopies_outbox_lag_seconds", "Age of the oldest unsent message", **on)
+        self._refused_total = Gauge(
+            "videocopies_refused_writes_recorded", "Refused writes recorded in the database, all cores", **on
+        )
+        self._scrape_failed = Gauge(
+            "videocopies_figures_unavailable", "1 when the database could not be read for this scrape", **on
+        )
+
+    def jobs_claimed(self, job_ids: list[str]) -> None:
+        self.claimed.inc(len(job_ids))
+        now = time.monotonic()
+        if len(self._last_copy) > 100_000:  # jobs claimed through one core, closed through another
+            self._last_copy.clear()
+        self._last_copy.update((job_id, now) for job_id in job_ids)
+
+    def copy_recorded(self, job_id: str) -> None:
+        now = time.monotonic()
+        if (since := self._last_copy.get(job_id)) is not None:
+            self.copy_seconds.observe(now - since)
+        self._last_copy[job_id] = now
+
+    def job_finished(self, job_id: str, outcome: str) -> None:
+        self.finished.labels(outcome).inc()
+        self._last_copy.pop(job_id, None)
+
+    async def render(self) -> bytes:
+        if self._figures is None:
+            return generate_latest(self.registry)
+        try:
+            figures = await self._figures()
+        except Exception:  # noqa: BLE001 - counters still tell something while the database is away
+            self._scrape_failed.set(1)
+        else:
+            self._scrape_failed.set(0)
+            for state in ("queued", "leased", "lapsed"):
+                self._depth.labels(state).set(getattr(figures, state))
+            self._inbox.set(figures.inbox_pending)
+            self._inbox_lag.set(figures.inbox_lag_s)
+            self._outbox.set(figures.outbox_pending)
+            self._outbox_lag.set(figures.outbox_lag_s)
+            self._refused_total.set(figures.refused_writes)
+        return generate_latest(self.registry)
