@@ -22,6 +22,7 @@ class Settings:
     start_bonus: int = 50
     start_bonus_valid_for: timedelta | None = timedelta(days=30)
     purchase_valid_for: timedelta | None = None  # bought coins never expire
+    duty_ttl: timedelta = timedelta(seconds=10)  # a dead edge's polling is taken over within this
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -34,4 +35,5 @@ class Settings:
         return cls(
             quote_secret=secret.encode(),
             lease_ttl=timedelta(seconds=float(env.get("VIDEOCOPIES_LEASE_TTL_S", "30"))),
+            duty_ttl=timedelta(seconds=float(env.get("VIDEOCOPIES_DUTY_TTL_S", "10"))),
         )

@@ -26,6 +26,7 @@ from videocopies.adapters.http.api import JobApiServices, create_app
 from videocopies.adapters.http.edge_api import EdgeApiServices, OutboxNews
 from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.postgres import migrate
+from videocopies.adapters.postgres.duties import PostgresDutyLeases
 from videocopies.adapters.postgres.figures import read_figures
 from videocopies.adapters.postgres.nodes import CHANNEL as NODES_CHANNEL
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
@@ -33,6 +34,7 @@ from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
 from videocopies.adapters.postgres.peek import PostgresQueuePeek
 from videocopies.application.bot.inbox import InboxProcessor
 from videocopies.application.claims import ClaimWaiters
+from videocopies.application.duties import HoldDuty
 from videocopies.application.nodes import NodeAuthenticator
 from videocopies.application.ports import ObjectStore
 from videocopies.roles.containers import PostgresService
@@ -143,6 +145,7 @@ class Core:
             languages=gateways.bot_users().languages, record_delivery=cases.record_delivery(),
             give_up_delivery=cases.give_up_delivery(), store=store,
             clock=gateways.clock(), metrics=self.metrics,
+            hold_duty=HoldDuty(PostgresDutyLeases(self.pool), gateways.clock(), container.settings().duty_ttl),
         )
         self.services = JobApiServices(
             authenticator=self.authenticator, waiters=self.waiters,

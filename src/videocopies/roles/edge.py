@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import signal
 import sys
 from pathlib import Path
@@ -29,6 +30,7 @@ from aiohttp import web
 
 from videocopies.adapters.http.client import CoreClient, WrongNode, identify, node_token_from_env
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
+from videocopies.adapters.telegram.duty import PollingDuty
 from videocopies.adapters.telegram.edge import (
     ALLOWED_UPDATES,
     Receiver,
@@ -69,18 +71,25 @@ async def serve(env: dict[str, str]) -> int:
         local = env.get("VIDEOCOPIES_TELEGRAM_LOCAL") == "1"
         max_mb = float(env.get("VIDEOCOPIES_MAX_VIDEO_MB", "50"))
         receiver = Receiver(bot, core, sources, work / "in", local_api=local, max_video_bytes=int(max_mb * 2**20))
-        sender = Sender(bot, core, sources, work / "out")
+        hold_s = float(env.get("VIDEOCOPIES_OUTBOX_HOLD_S", "60"))
+        sender = Sender(bot, core, sources, work / "out", hold_s=hold_s)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         bot_user = await bot.get_me()
         log.info("edge %s serving @%s", me["name"], bot_user.username)
+        duty = PollingDuty(core, secrets.token_hex(16))
         if webhook_url := env.get("VIDEOCOPIES_WEBHOOK_URL"):
-            await asyncio.gather(_webhook(env, webhook_url, bot, receiver, stop), sender.run(stop))
+            # Every edge takes pushed updates; only the duty's holder sends, keeping each chat in order.
+            await asyncio.gather(_webhook(env, webhook_url, bot, receiver, stop), duty.run(stop, sender.run))
         else:
             await bot.delete_webhook()
-            await asyncio.gather(receiver.run(stop), sender.run(stop))
+
+            async def poll_and_send(lapse: asyncio.Event) -> None:
+                await asyncio.gather(receiver.run(lapse), sender.run(lapse))
+
+            await duty.run(stop, poll_and_send)
         return 0
     finally:
         await bot.session.close()

@@ -10,7 +10,7 @@ reports each one: a copy is charged when its delivery is reported, once.
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
 import attrs
@@ -24,9 +24,11 @@ from videocopies.application import use_cases as uc
 from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo, language_of
 from videocopies.application.bot.inbox import Inbox
 from videocopies.application.bot.screens import render
+from videocopies.application.duties import HoldDuty
 from videocopies.application.errors import NotFound
 from videocopies.application.nodes import Node
 from videocopies.application.ports import Clock, ObjectStore
+from videocopies.domain.duties import POLL_TELEGRAM
 from videocopies.domain.shared import OrderId, UserId
 
 SOURCE_KEY = r"^sources/[0-9]+/[A-Za-z0-9._-]+$"
@@ -73,6 +75,7 @@ class EdgeApiServices:
     clock: Clock
     url_ttl: timedelta = timedelta(minutes=15)
     metrics: CoreMetrics = attrs.field(factory=CoreMetrics)
+    hold_duty: HoldDuty | None = None  # None: this core grants no duties
 
 
 class UserIn(BaseModel):
@@ -134,6 +137,7 @@ class MessageOut(BaseModel):
 class OutboxClaimIn(_Body):
     limit: int = Field(20, ge=1, le=500)
     wait_s: float = Field(0.0, ge=0.0, le=60.0)
+    hold_s: float = Field(60.0, ge=5.0, le=600.0)  # unreported this long: another edge may send them
 
 
 class SentIn(_Body):
@@ -148,6 +152,18 @@ class ReportIn(SentIn):
 
 class ReportsIn(_Body):
     reports: list[ReportIn] = Field(min_length=1, max_length=500)
+
+
+class DutyIn(_Body):
+    token: str = Field(min_length=16, max_length=128, pattern=IDENTIFIER)
+
+
+class DutyOut(BaseModel):
+    held: bool  # True: the caller holds the duty until `lease_until`
+    holder: str
+    lease_until: datetime
+    ttl_s: float
+    term: int
 
 
 class RetryIn(_Body):
@@ -190,7 +206,7 @@ def add_edge_routes(
         loop = asyncio.get_running_loop()
         deadline = loop.time() + body.wait_s
         while True:
-            claimed = await services.outbox.claim(services.clock.now(), body.limit)
+            claimed = await services.outbox.claim(services.clock.now(), body.limit, body.hold_s)
             if claimed or loop.time() >= deadline or not await services.news.wait(deadline - loop.time()):
                 break
         languages = await services.languages(sorted({m.user_id for m in claimed}))
@@ -225,6 +241,7 @@ def add_edge_routes(
             else:
                 await services.give_up_delivery(copy)
         recorded = await services.outbox.sent(message_id, body.model_dump(exclude_none=True))
+        services.news.queued()  # this chat's next message may be sent now
         return {"recorded": recorded, "debited": debited}
 
     @app.post("/v1/outbox/reports", tags=["edge"])
@@ -244,7 +261,20 @@ def add_edge_routes(
             [(r.id, r.model_dump(exclude_none=True, exclude={"id"})) for r in body.reports]
         )
         services.metrics.outbox_sent.inc(recorded)
+        services.news.queued()  # each chat's next message may be sent now
         return {"recorded": recorded, "debited": debited}
+
+    @app.post("/v1/duties/poll-telegram", tags=["edge"])
+    async def poll_telegram(body: DutyIn, node: Storer) -> DutyOut:
+        """Ask to be (or stay) the one edge that polls Telegram and sends the outbox; ask again
+        well inside `ttl_s` and stop at once when `held` is false or the lease has run out."""
+        if services.hold_duty is None:
+            raise NotFound("duty", POLL_TELEGRAM)
+        lease = await services.hold_duty(POLL_TELEGRAM, node.name, body.token)
+        return DutyOut(
+            held=lease.held_with(body.token, services.clock.now()), holder=lease.holder, lease_until=lease.lease_until,
+            ttl_s=services.hold_duty.ttl.total_seconds(), term=lease.term,
+        )
 
     @app.post("/v1/outbox/{message_id}/retry", tags=["edge"])
     async def message_retry(

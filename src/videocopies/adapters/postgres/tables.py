@@ -299,3 +299,15 @@ inbox_users = Table(
     _at("claimed_until", nullable=True),
     Index("ix_inbox_users_since", "since"),
 )
+
+# Duties one node at a time performs (polling Telegram), each under a renewable lease.
+duty_leases = Table(
+    "duty_leases",
+    metadata,
+    Column("duty", Text, primary_key=True),
+    Column("holder", Text, nullable=False),
+    Column("token", Text, nullable=False),
+    _at("acquired_at"),
+    _at("lease_until"),
+    Column("term", BigInteger, nullable=False),
+)

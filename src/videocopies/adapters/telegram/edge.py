@@ -244,45 +244,46 @@ class Sender:
 
     def __init__(
         self, bot: Bot, core: CoreClient, sources: SourceStore, work_dir: Path,
-        batch: int = 200, batches_in_flight: int = 4,
+        batch: int = 200, batches_in_flight: int = 4, hold_s: float = 60.0,
     ) -> None:
         self._bot, self._core, self._sources, self._work_dir = bot, core, sources, work_dir
         self._api = LeanBotApi(bot)
-        self._batch, self._slots = batch, asyncio.Semaphore(batches_in_flight)
+        self._batch, self._in_flight, self._hold_s = batch, batches_in_flight, hold_s
         self.sent = 0
 
     async def run(self, stop: asyncio.Event) -> None:
+        slots = asyncio.Semaphore(self._in_flight)
         sending: set[asyncio.Task[None]] = set()
         try:
             while not stop.is_set():
-                await _until(stop, self._slots.acquire())
-                if stop.is_set():
+                if await _until(stop, slots.acquire()) is None:
                     return
                 try:
                     answer = await _until(stop, self._core.call(
-                        "POST", "/v1/outbox/claim", {"limit": self._batch, "wait_s": 20}, timeout=45
+                        "POST", "/v1/outbox/claim", {"limit": self._batch, "wait_s": 20, "hold_s": self._hold_s},
+                        timeout=45,
                     ))
                 except Exception as error:  # noqa: BLE001 - core restarting: the client retried already
-                    self._slots.release()
+                    slots.release()
                     log.warning("outbox claim failed: %r", error)
                     await asyncio.sleep(1.0)
                     continue
                 if answer is None:
                     return
-                task = asyncio.create_task(self._send_batch(answer["messages"]))
+                task = asyncio.create_task(self._send_batch(answer["messages"], slots))
                 sending.add(task)
                 task.add_done_callback(sending.discard)
         finally:
             if sending:  # a claimed batch is sent and reported before edge stops
                 await asyncio.gather(*sending, return_exceptions=True)
 
-    async def _send_batch(self, messages: list[dict[str, Any]]) -> None:
+    async def _send_batch(self, messages: list[dict[str, Any]], slots: asyncio.Semaphore) -> None:
         try:
             await self.send_all(messages)
         except Exception as error:  # noqa: BLE001 - unreported messages go out again after their hold
             log.warning("a batch of %d messages was not reported: %r", len(messages), error)
         finally:
-            self._slots.release()
+            slots.release()
 
     async def send_all(self, messages: list[dict[str, Any]]) -> None:
         """Send a claimed batch, then report every message of it in one call (a report lost

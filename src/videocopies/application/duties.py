@@ -1,0 +1,39 @@
+"""Holding a duty (see domain/duties.py): a node asks for it with its token, again and again
+well inside the lease time; while it is granted the node performs the duty, and it stops
+the moment a renewal fails or its lease would run out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Protocol
+
+from videocopies.application.ports import Clock
+from videocopies.domain.duties import DutyLease
+
+
+class DutyLeases(Protocol):
+    async def hold(
+        self, duty: str, decide: Callable[[DutyLease | None], DutyLease | None]
+    ) -> DutyLease | None:
+        """Lock the duty's lease, store what `decide` makes of it (None: leave it), and
+        return the lease as it stands afterwards; atomic against other callers."""
+        ...
+
+
+class HoldDuty:
+    def __init__(self, leases: DutyLeases, clock: Clock, ttl: timedelta) -> None:
+        self._leases, self._clock, self.ttl = leases, clock, ttl
+
+    async def __call__(self, duty: str, holder: str, token: str) -> DutyLease:
+        """The duty's lease after this request: the caller's when `held_with(token)`."""
+        now = self._clock.now()
+
+        def decide(current: DutyLease | None) -> DutyLease | None:
+            if current is None:
+                return DutyLease.first(duty, holder, token, now, self.ttl)
+            return current.renewed_or_taken(holder, token, now, self.ttl)
+
+        lease = await self._leases.hold(duty, decide)
+        assert lease is not None  # a first request always creates it
+        return lease
