@@ -63,6 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     revoke = nodes_actions.add_parser("revoke", help="revoke a node's token at once")
     revoke.add_argument("name")
     nodes_actions.add_parser("list", help="every node, its role, state and last contact")
+    deploy = commands.add_parser("deploy", help="blue/green: replace a running role without dropping leases")
+    deploy_roles = deploy.add_subparsers(dest="role", required=True)
+    deploy_core = deploy_roles.add_parser("core", help="start a new core beside the old, move the nodes, stop the old")
+    deploy_core.add_argument("--from", dest="old_url", help="the running core (default $VIDEOCOPIES_CORE_URL)")
+    deploy_core.add_argument("--port", type=int, help="the new core's port (default: a free one)")
+    deploy_core.add_argument("--min-free-mb", type=float, default=256.0,
+                             help="refuse when less memory is free (at least 1.5x the old core's)")
+    deploy_core.add_argument("--log", type=Path, help="the new core's log file")
     commands.add_parser("worker", help="run a worker (renders copies)")
     commands.add_parser("edge", help="run the Telegram edge (updates in, messages out)")
     copies = commands.add_parser("copies", help="make copies of a video locally")
@@ -98,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         from videocopies.roles.core import main as core
 
         return core(_database_url(args), args.host, args.port)
+    if args.command == "deploy":
+        from videocopies.roles.deploy import main as deploy
+
+        return deploy(dict(os.environ), args.old_url, args.port, args.min_free_mb, args.log)
     if args.command == "nodes":
         from videocopies.roles.nodes import main as nodes
 

@@ -22,7 +22,7 @@ import uvicorn
 import uvloop
 from fastapi import FastAPI
 
-from videocopies.adapters.http.api import JobApiServices, create_app
+from videocopies.adapters.http.api import JobApiServices, Relocation, create_app
 from videocopies.adapters.http.edge_api import EdgeApiServices, OutboxNews
 from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.postgres import migrate
@@ -153,6 +153,7 @@ class Core:
             complete_job=cases.complete_job(), fail_job=cases.fail_job(),
             acknowledge_cancel=cases.acknowledge_cancel(), inspect_held_job=cases.inspect_held_job(),
             store=store, info=self.info, queued=self.outbox_news.queued, metrics=self.metrics,
+            relocation=Relocation(moved=self._moved),
         )
         self._stop = asyncio.Event()
         self._sweeps: asyncio.Task[None] | None = None
@@ -192,6 +193,11 @@ class Core:
         if self.lease_pool is not self.pool:
             await self.lease_pool.close()
         await self.pool.close()
+
+    def _moved(self) -> None:
+        """Nodes waiting on a long poll here are answered now, and move with their next call."""
+        asyncio.ensure_future(self.waiters.stop())
+        self.outbox_news.queued()
 
     def _inbox_added(self) -> None:
         """Events were stored: wake this core's processors, and by NOTIFY the other cores'."""

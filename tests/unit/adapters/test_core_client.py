@@ -66,3 +66,27 @@ async def test_a_core_that_stays_away_is_reported_once_the_retry_window_closes()
 
     with pytest.raises(CoreUnreachable):
         await HttpJobLeases(_client(core, retry_for_s=0.0)).renew(JobId("j1"), OwnerToken("t"))
+
+
+async def test_a_core_that_moved_sends_the_node_to_the_new_one_for_good() -> None:
+    hosts: list[str] = []
+
+    def cores(request: httpx.Request) -> httpx.Response:
+        hosts.append(request.url.host)
+        if request.url.host == "blue":
+            return httpx.Response(308, headers={"X-Videocopies-Moved": "http://green:8701"})
+        return httpx.Response(200, json={"lease_until": "2026-01-01T00:00:00Z", "cancel_requested": False})
+
+    client = _client(cores)
+    client._http.base_url = httpx.URL("http://blue:8700")
+    await client.call("POST", "/v1/jobs/j1/renew", {"token": "t"})
+    await client.call("POST", "/v1/jobs/j1/renew", {"token": "t"})
+    assert hosts == ["blue", "green", "green"] and client.base_url == "http://green:8701"
+
+
+async def test_a_redirect_without_the_core_header_is_not_followed() -> None:
+    def core(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(308, headers={"Location": "http://elsewhere/"}, json={"detail": "moved"})
+
+    with pytest.raises(CoreRefused):
+        await _client(core).call("POST", "/v1/jobs/j1/renew", {"token": "t"})

@@ -10,6 +10,7 @@ order inside core's own use case.
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
@@ -39,6 +40,18 @@ MAX_BYTES = 2**62  # sizes are stored as bigint; anything larger is a bad reques
 JOB_ID = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
 
 
+@attrs.define
+class Relocation:
+    """Where this core's nodes should go instead (a blue/green deploy): every /v1/ call but
+    an operator's is answered 308 with the new core's URL, which clients adopt for good."""
+
+    url: str | None = None
+    moved: Callable[[], None] = lambda: None  # wake what waits here, so it asks again and moves
+
+
+MOVED_HEADER = "X-Videocopies-Moved"
+
+
 @attrs.frozen
 class JobApiServices:
     """What the API calls; the core role builds it from its container."""
@@ -56,6 +69,7 @@ class JobApiServices:
     url_ttl: timedelta = timedelta(minutes=15)
     queued: Callable[[], None] = lambda: None  # a write may have queued a message for the user
     metrics: CoreMetrics = attrs.field(factory=CoreMetrics)
+    relocation: Relocation = attrs.field(factory=Relocation)
 
 
 # --- wire models ---------------------------------------------------------------------------
@@ -151,6 +165,10 @@ class NodeOut(BaseModel):
     scopes: list[str]
 
 
+class MovedRequest(_Body):
+    url: str = Field(max_length=512, pattern=r"^https?://[A-Za-z0-9.:\[\]_-]+(/[A-Za-z0-9._~/-]*)?$")
+
+
 class Problem(BaseModel):
     error: str
     detail: str
@@ -184,6 +202,13 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
         description="Core's API for nodes: the Job API for workers, and health.",
     )
     bearer = HTTPBearer(auto_error=False)
+
+    @app.middleware("http")
+    async def relocated(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        moved_to, path = services.relocation.url, request.url.path
+        if moved_to and path.startswith("/v1/") and not path.startswith("/v1/admin/"):
+            return Response(status_code=308, headers={"Location": moved_to + path, MOVED_HEADER: moved_to})
+        return await call_next(request)
 
     @app.exception_handler(_Unauthorized)
     async def unauthorized(_request: Request, _exc: _Unauthorized) -> JSONResponse:
@@ -234,6 +259,13 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
         """Who this token belongs to: a worker's name is its worker id."""
         return NodeOut(name=node.name, role=node.role, scopes=sorted(node.scopes))
 
+    @app.post("/v1/admin/moved", tags=["admin"], responses=_REFUSALS)
+    async def moved(body: MovedRequest, _node: Annotated[Node, Depends(node_with("admin"))]) -> dict[str, str]:
+        """From now on, send every node to the core at `url` (a deploy switching to it)."""
+        services.relocation.url = body.url.rstrip("/")
+        services.relocation.moved()
+        return {"moved_to": services.relocation.url}
+
     @app.get("/metrics", tags=["health"], response_class=Response)
     async def metrics() -> Response:
         """This core's figures in Prometheus' text format; no token needed."""
@@ -248,6 +280,8 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
             "api": API_VERSION,
             "uptime_s": round(time.monotonic() - started, 3),
             "parked_claims": services.waiters.parked,
+            "pid": os.getpid(),
+            "moved_to": services.relocation.url,
             **details,
         }
 

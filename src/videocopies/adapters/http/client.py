@@ -64,19 +64,28 @@ class CoreClient:
         self._retry_for_s, self._sleep = retry_for_s, sleep
         self.retries = 0
 
+    @property
+    def base_url(self) -> str:
+        return str(self._http.base_url).rstrip("/")
+
     async def close(self) -> None:
         await self._http.aclose()
 
     async def call(self, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self._retry_for_s
-        delay = 0.1
+        delay, moves = 0.1, 0
         while True:
             try:
                 response = await self._http.request(method, path, json=body, timeout=timeout)
             except httpx.TransportError as error:
                 problem: str = f"{type(error).__name__}: {error}"
             else:
+                if response.status_code == 308 and (moved_to := _moved_to(response)) and moves < 3:
+                    moves += 1
+                    log.warning("core moved: %s -> %s", self._http.base_url, moved_to)
+                    self._http.base_url = httpx.URL(moved_to)  # the old core did nothing with this call
+                    continue
                 if response.status_code not in _RETRY_STATUS:
                     return _answer(response)
                 problem = f"HTTP {response.status_code}"
@@ -110,6 +119,12 @@ class CoreClient:
     def _bare(self) -> httpx.AsyncClient:
         # Signed URLs point at storage, not core: no node token goes there.
         return httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=10.0))
+
+
+def _moved_to(response: httpx.Response) -> str | None:
+    """The new core a deploy points this node to (see Relocation in the API)."""
+    url = response.headers.get("X-Videocopies-Moved", "")
+    return url if url.startswith(("http://", "https://")) else None
 
 
 def _answer(response: httpx.Response) -> Any:
