@@ -44,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database-url", help="PostgreSQL URL (default: $VIDEOCOPIES_DATABASE_URL)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("demo", help="the seed walk, real copies, then one order through the bot simulator")
+    aio = commands.add_parser("all-in-one", help="every role on this machine (the simulator unless a bot token is set)")
+    aio.add_argument("--data", type=Path, default=Path("var/all-in-one"), help="where its database and files live")
+    aio.add_argument("--demo", action="store_true", help="run the scripted user's order through it, then stop")
     db = commands.add_parser("db", help="create, upgrade or check the database schema")
     db_actions = db.add_subparsers(dest="action", required=True)
     init = db_actions.add_parser("init", help="create the database (if missing) and its schema")
@@ -90,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         return demo()
     if args.command == "db":
         return _db(args)
+    if args.command == "all-in-one":
+        from videocopies.roles.all_in_one import main as all_in_one
+
+        return all_in_one(args.data, args.demo)
     if args.command == "copies":
         from videocopies.roles.copies_make import make_copies
 

@@ -139,7 +139,8 @@ def real_copies(out: Path) -> int:
 def bot_story() -> int:
     from videocopies.roles.demo_bot import run_bot_story
 
-    print("\nNow through Telegram: core, edge and a worker as processes, a user on the Bot API simulator.")
+    print("\nNow through Telegram, as `videocopies all-in-one` runs it: PostgreSQL, core, edge and two workers,"
+          " each its own process, and a user on the Bot API simulator.")
     return run_bot_story()
 
 

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
-import signal
-import subprocess
+import os
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +15,8 @@ from typing import TextIO
 
 from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
-from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.cluster import LocalPostgres
-from videocopies.adapters.telegram.simulator import BotApiSimulator
 from videocopies.adapters.telegram.simulator.users import SimulatedUser
-from videocopies.roles.launch import CoreProcess, edge_process, issue_token, worker_process
+from videocopies.roles import all_in_one
 
 COPIES = 5
 CLIP_SECONDS = 2
@@ -58,66 +52,6 @@ class Narrator:
             self.say(f"bot: {line}")
         if buttons:
             self.say(f"     buttons: {', '.join(buttons)}")
-
-
-class RoleProcess:
-    """A role started by `launch`, its log drained as it comes so a chatty role never blocks on a full pipe."""
-
-    def __init__(self, name: str, process: subprocess.Popen[bytes]) -> None:
-        self.name = name
-        self.process = process
-        self.tail: collections.deque[str] = collections.deque(maxlen=30)
-        self._reader = threading.Thread(target=self._drain, name=f"demo-{name}-log", daemon=True)
-        self._reader.start()
-
-    def _drain(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.tail.append(line.decode(errors="replace").rstrip())
-
-    def terminate(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-
-    def wait(self) -> int:
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._reader.join(timeout=5)
-        return self.process.returncode
-
-
-@contextlib.contextmanager
-def roles_running(url: str, sim: BotApiSimulator, bot_token: str, scratch: Path, say: Narrator) -> Iterator[None]:
-    """Core, edge and a worker as processes of their own; all stopped with SIGTERM and expected to exit 0."""
-    core = CoreProcess(url, quote_secret=SECRET).start()
-    nodes: list[RoleProcess] = []
-    failures: list[str] = []
-    try:
-        edge_token = issue_token(url, "edge-1", "edge")
-        nodes.append(RoleProcess("edge", edge_process(
-            core.url, edge_token, bot_token, sim.url, scratch / "edge", scratch / "objects", local_api=True,
-        )))
-        worker_token = issue_token(url, "worker-1")
-        worker = worker_process(core.url, worker_token, scratch / "work", scratch / "objects")
-        nodes.append(RoleProcess("worker", worker))
-        say.say(f"core at {core.url}, edge polling the simulator at {sim.url}, one worker; each its own process")
-        yield
-    finally:
-        for node in nodes:
-            node.terminate()
-        for node in nodes:
-            if (code := node.wait()) != 0:
-                failures.append(f"{node.name} exited with {code}:\n" + "\n".join(node.tail))
-        if (code := core.stop()) != 0:
-            failures.append(f"core exited with {code}:\n" + core.log.decode(errors="replace")[-3000:])
-        if failures:
-            print("\n\n".join(failures), file=sys.stderr)
-    if failures:
-        raise StoryBroken("a role did not stop cleanly on SIGTERM (its log is above)")
-    say.say("core, edge and the worker stopped on SIGTERM with exit code 0")
 
 
 async def tell(user: SimulatedUser, clip: Path, scratch: Path, say: Narrator) -> None:
@@ -177,22 +111,24 @@ async def receive_copies(user: SimulatedUser, confirmed_at: float, scratch: Path
         )
 
 
-def story(scratch: Path, say: Narrator) -> None:
+def story(data: Path, say: Narrator) -> None:
+    scratch = data / "demo"
+    scratch.mkdir(parents=True, exist_ok=True)
     clip = make_clip(scratch / "clip.mp4", seconds=CLIP_SECONDS, width=540, height=960)
-    with LocalPostgres() as pg:
-        url = pg.url("videocopies")
-        migrate.init(url)
-        say.say("a private PostgreSQL with the schema, and the Telegram Bot API simulator in local mode")
-        with BotApiSimulator(mode="local", files_dir=scratch / "telegram") as sim:
-            bot_token = sim.create_bot()
-            with roles_running(url, sim, bot_token, scratch, say):
-                user = sim.create_user(bot_token, first_name="Ann", language_code="en")
-                try:
-                    asyncio.run(tell(user, clip, scratch, say))
-                except TimeoutError:
-                    for entry in user.received[-3:]:
-                        say.say(f"the user's chat so far ends with: {entry.text!r}")
-                    raise
+    env = {k: v for k, v in os.environ.items() if k not in ("VIDEOCOPIES_BOT_TOKEN", "VIDEOCOPIES_TELEGRAM_URL")}
+    try:
+        with all_in_one.running(data, env, say.say) as stack:
+            assert stack.simulator is not None
+            user = stack.simulator.create_user(stack.bot_token, first_name="Ann", language_code="en")
+            try:
+                asyncio.run(tell(user, clip, scratch, say))
+            except TimeoutError:
+                for entry in user.received[-3:]:
+                    say.say(f"the user's chat so far ends with: {entry.text!r}")
+                raise
+            say.say(f"the copies Ann received are in {scratch}; the service keeps its own in {stack.store_dir}")
+    except all_in_one.RoleFailed as failed:
+        raise StoryBroken(str(failed)) from failed
 
 
 @contextlib.contextmanager
@@ -208,13 +144,17 @@ def quiet(*loggers: str) -> Iterator[None]:
             logging.getLogger(name).setLevel(level)
 
 
-def run_bot_story(out: TextIO = sys.stdout) -> int:
-    """Ann sends a clip, orders 5 copies, receives them one by one, and her balance screen matches; 0 if it all held."""
+def run_bot_story(out: TextIO = sys.stdout, data: Path | None = None) -> int:
+    """Ann sends a clip, orders 5 copies, receives them one by one, and her balance screen
+    matches; 0 if it all held. Every role runs as `videocopies all-in-one` runs them, in
+    `data` (a fresh temporary directory unless given)."""
     say = Narrator(out)
     started = time.monotonic()
-    with quiet("uvicorn", "httpx"), tempfile.TemporaryDirectory(prefix="videocopies-demo-") as scratch:
+    with quiet("uvicorn", "httpx"), contextlib.ExitStack() as cleanup:
+        if data is None:
+            data = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="videocopies-demo-")))
         try:
-            story(Path(scratch), say)
+            story(data, say)
         except (StoryBroken, TimeoutError) as broken:
             say.mismatches.append(str(broken))
     took = f"{time.monotonic() - started:.0f} s"

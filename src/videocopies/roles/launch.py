@@ -4,11 +4,13 @@ Tests, benchmarks and operators' tools use these to run the real thing, not a st
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
 import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -136,3 +138,32 @@ def edge_process(
     environment.update(env)
     return subprocess.Popen([sys.executable, "-m", "videocopies.cli", "edge"], env=environment,
                             stderr=subprocess.PIPE)
+
+
+class RoleProcess:
+    """A role started by `launch`, its log drained as it comes so a chatty role never blocks on a full pipe."""
+
+    def __init__(self, name: str, process: subprocess.Popen[bytes]) -> None:
+        self.name = name
+        self.process = process
+        self.tail: collections.deque[str] = collections.deque(maxlen=30)
+        self._reader = threading.Thread(target=self._drain, name=f"demo-{name}-log", daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.tail.append(line.decode(errors="replace").rstrip())
+
+    def terminate(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+
+    def wait(self) -> int:
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._reader.join(timeout=5)
+        return self.process.returncode

@@ -38,6 +38,9 @@ class Settings:
     chat_rate: int | None = 20  # sends per second per chat before 429; None: no limit
     global_rate: int | None = 30  # sends per second per bot before 429
     webhook_retry_delay: float = 0.2
+    # Telegram never reuses an update id; a simulator restarted before the same bot's service
+    # must not either, or the service takes its updates for ones it has already stored.
+    first_update_id: int = 1
 
 
 @attrs.define(eq=False)
@@ -212,7 +215,7 @@ class SimulatorState:
         self.files = FileStore(Path(files_dir), local=self.local)
         self.bots: dict[str, BotAccount] = {}
         self.users: dict[int, tuple[BotAccount, Profile]] = {}
-        self._update_ids = itertools.count(1)
+        self._update_ids = itertools.count(self.settings.first_update_id)
         self._seq = itertools.count(1)
         self._bot_ids = itertools.count(7_000_000_001)
         self._user_ids = itertools.count(100_000_001)

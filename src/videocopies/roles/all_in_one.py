@@ -1,0 +1,161 @@
+"""`videocopies all-in-one`: every role on this machine, for a first look or a small bot.
+
+It starts the embedded PostgreSQL (its data kept under the data directory), core, edge, two
+workers sharing a local object store, and the Telegram Bot API simulator unless
+VIDEOCOPIES_BOT_TOKEN is set (then edge serves that bot on Telegram, or on
+VIDEOCOPIES_TELEGRAM_URL). Each role is a process of its own, as on separate machines.
+
+The embedded database is created on the first run only; later runs upgrade it, and a data
+directory whose database went missing is an error, not a fresh start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import attrs
+
+from videocopies.adapters.postgres import migrate
+from videocopies.adapters.postgres.cluster import LocalPostgres, running_as_root
+from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
+from videocopies.adapters.postgres.pool import make_pool
+from videocopies.adapters.system import SystemClock
+from videocopies.adapters.telegram.simulator import BotApiSimulator
+from videocopies.application.nodes import IssueNodeToken, RevokeNode
+from videocopies.roles.launch import CoreProcess, RoleProcess, edge_process, worker_process
+
+WORKERS = 2
+
+
+class RoleFailed(Exception):
+    """A role did not stop cleanly (its log went to stderr)."""
+
+
+@attrs.frozen
+class Stack:
+    database_url: str
+    core_url: str
+    store_dir: Path
+    simulator: BotApiSimulator | None  # None: a real bot token, real Telegram
+    bot_token: str
+
+
+def quote_secret(data: Path, env: dict[str, str]) -> str:
+    """VIDEOCOPIES_QUOTE_SECRET, or one made on the first run and kept (quotes outlive restarts)."""
+    if secret := env.get("VIDEOCOPIES_QUOTE_SECRET"):
+        return secret
+    path = data / "quote-secret"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+async def _node_token(url: str, name: str, role: str) -> str:
+    """A fresh token for a node of this stack (the one from a previous run is revoked)."""
+    pool = make_pool(url, max_size=1)
+    await pool.open(wait=True)
+    try:
+        registry = PostgresNodeRegistry(pool)
+        await RevokeNode(registry, SystemClock())(name)
+        return (await IssueNodeToken(registry, SystemClock(), secrets.token_hex)(name, role)).token
+    finally:
+        await pool.close()
+
+
+@contextlib.contextmanager
+def running(data: Path, env: dict[str, str], say: Callable[[str], None] = print) -> Iterator[Stack]:
+    data = data.absolute()
+    data.mkdir(parents=True, exist_ok=True)
+    if running_as_root():  # the database server runs as its own user, which must reach its directory
+        data.chmod(data.stat().st_mode | 0o711)
+        if closed := [p for p in data.parents if not p.stat().st_mode & 0o001]:
+            raise RoleFailed(
+                f"as root, PostgreSQL runs as its own user, which cannot enter {closed[0]}: "
+                "choose a --data directory that user can reach (e.g. under /var/lib or /tmp)"
+            )
+    first_run = not (data / "postgres" / "data" / "PG_VERSION").exists()
+    with LocalPostgres(base_dir=data / "postgres", durable=True) as pg:
+        url = pg.url("videocopies")
+        schema = migrate.init(url) if first_run else migrate.upgrade(url)
+        say(f"PostgreSQL {'created' if first_run else 'started'} in {data / 'postgres'} (schema {schema.revision})")
+        with contextlib.ExitStack() as stack:
+            simulator, bot_token = None, env.get("VIDEOCOPIES_BOT_TOKEN", "")
+            telegram_url, local = env.get("VIDEOCOPIES_TELEGRAM_URL"), env.get("VIDEOCOPIES_TELEGRAM_LOCAL") == "1"
+            if not bot_token:
+                simulator = stack.enter_context(BotApiSimulator(
+                    mode="local", files_dir=data / "telegram", first_update_id=int(time.time() * 1000)
+                ))
+                bot_token, telegram_url, local = simulator.create_bot(), simulator.url, True
+                say(f"Telegram Bot API simulator at {simulator.url} (no VIDEOCOPIES_BOT_TOKEN set)")
+            core = CoreProcess(url, quote_secret=quote_secret(data, env)).start()
+            stack.callback(_stop_core, core)
+            say(f"core at {core.url} (metrics at {core.url}/metrics)")
+            store = data / "objects"
+            roles = [RoleProcess("edge", edge_process(
+                core.url, asyncio.run(_node_token(url, "edge-1", "edge")), bot_token, telegram_url or "",
+                data / "edge", store, local_api=local,
+            ))]
+            for n in range(1, WORKERS + 1):
+                token = asyncio.run(_node_token(url, f"worker-{n}", "worker"))
+                roles.append(RoleProcess(f"worker-{n}", worker_process(core.url, token, data / f"work-{n}", store)))
+            say(f"edge and {WORKERS} workers started; copies are kept in {store}")
+            try:
+                yield Stack(url, core.url, store, simulator, bot_token)
+            finally:
+                _stop(roles, say)
+
+
+def _stop_core(core: CoreProcess) -> None:
+    if (code := core.stop()) != 0:
+        print(f"core exited with {code}:\n" + core.log.decode(errors="replace")[-3000:], file=sys.stderr)
+        raise RoleFailed("core did not stop cleanly on SIGTERM")
+
+
+def _stop(roles: list[RoleProcess], say: Callable[[str], None]) -> None:
+    for role in roles:
+        role.terminate()
+    failed = [(role, code) for role in roles if (code := role.wait()) != 0]
+    for role, code in failed:
+        print(f"{role.name} exited with {code}:\n" + "\n".join(role.tail), file=sys.stderr)
+    if failed:
+        raise RoleFailed(f"{', '.join(role.name for role, _ in failed)} did not stop cleanly on SIGTERM")
+    say("edge and the workers stopped on SIGTERM with exit code 0 (core next)")
+
+
+def main(data: Path, demo: bool) -> int:
+    try:
+        return _main(data, demo)
+    except RoleFailed as failed:
+        print(f"videocopies all-in-one: {failed}", file=sys.stderr)
+        return 2
+
+
+def _main(data: Path, demo: bool) -> int:
+    env = dict(os.environ)
+    if demo:
+        from videocopies.roles.demo_bot import run_bot_story
+
+        return run_bot_story(data=data)
+    stopping = asyncio.Event()
+    with running(data, env) as stack:
+        print("all roles running; Ctrl-C stops them", flush=True)
+        if stack.simulator is not None:
+            print(f"simulated users: POST {stack.simulator.url}/_sim/users, then /_sim/users/ID/messages", flush=True)
+
+        async def wait() -> None:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stopping.set)
+            await stopping.wait()
+
+        asyncio.run(wait())
+    return 0

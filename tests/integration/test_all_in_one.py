@@ -1,0 +1,91 @@
+"""`videocopies all-in-one` as an operator runs it: every role up from one command, a user
+served through the simulator, a clean stop on SIGTERM, and a second run on the same data
+that keeps what the first one stored."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+
+class AllInOne:
+    def __init__(self, data: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VIDEOCOPIES_")}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "videocopies.cli", "all-in-one", "--data", str(data)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def wait_for(self, pattern: str, timeout: float = 90) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if found := re.search(pattern, line):
+                    return found
+            assert self.process.poll() is None, "".join(self.lines)
+            time.sleep(0.1)
+        raise AssertionError(f"no {pattern!r} in:\n" + "".join(self.lines))
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=60)
+
+
+def _say(sim: str, user: int, text: str, contains: str) -> str:
+    httpx.post(f"{sim}/_sim/users/{user}/messages", json={"text": text}).raise_for_status()
+    answer = httpx.get(f"{sim}/_sim/users/{user}/received/next", params={"contains": contains, "timeout": 60},
+                       timeout=70)
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["message"]["text"])
+
+
+@pytest.fixture
+def data() -> Iterator[Path]:
+    # Not under pytest's tmp_path: as root the database server's own user must reach it.
+    with tempfile.TemporaryDirectory(prefix="videocopies-aio-") as scratch:
+        Path(scratch).chmod(0o711)
+        yield Path(scratch) / "aio"
+
+
+def test_one_command_runs_every_role_and_a_second_run_keeps_the_data(data: Path) -> None:
+    first = AllInOne(data)
+    try:
+        sim = first.wait_for(r"simulator at (http://\S+)").group(1)
+        first.wait_for(r"all roles running")
+        user = httpx.post(f"{sim}/_sim/users", json={"id": 4242, "first_name": "Ann"}).json()["id"]
+        assert "You have 50 coins" in _say(sim, user, "/start", "coins")
+    finally:
+        code = first.stop()
+    output = "".join(first.lines)
+    assert code == 0, output
+    assert "PostgreSQL created" in output and "2 workers started" in output, output
+    assert "stopped on SIGTERM with exit code 0" in output
+
+    second = AllInOne(data)
+    try:
+        sim = second.wait_for(r"simulator at (http://\S+)").group(1)
+        second.wait_for(r"all roles running")
+        # The simulator starts afresh, the service does not: Ann is known, her coins kept.
+        user = httpx.post(f"{sim}/_sim/users", json={"id": 4242, "first_name": "Ann"}).json()["id"]
+        assert "Available: 50 coins" in _say(sim, user, "/balance", "Available")
+    finally:
+        assert second.stop() == 0, "".join(second.lines)
+    assert "PostgreSQL started" in "".join(second.lines)
