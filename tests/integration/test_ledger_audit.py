@@ -46,4 +46,5 @@ async def test_each_broken_rule_is_found_by_its_check(pg_server: LocalPostgres, 
             assert conn.execute(statement).rowcount >= 1, statement
     found = {finding.check for finding in audit_ledger(url).findings}
     assert check in found
-    assert found <= {check, "accounts_balance"}, found  # a coin gone from a lot or a reservation unbalances its account too
+    # A coin gone from a lot or a reservation unbalances its account too.
+    assert found <= {check, "accounts_balance"}, found
