@@ -1,0 +1,43 @@
+"""A streaming standby of a LocalPostgres: it follows the primary synchronously, refuses
+writes until promoted, and a multi-host URL finds whichever server takes writes."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.adapters.postgres.standby import LocalStandby, failover_url
+
+from .harness import fetch_all, fetch_one
+
+
+def test_a_standby_follows_refuses_writes_and_takes_over_when_promoted() -> None:
+    with LocalPostgres() as primary, LocalStandby(primary, name="standby_a") as standby:
+        assert standby.replication_state() == ("streaming", "sync")
+        assert fetch_one(primary.url(), "SHOW synchronous_commit") == ("on",)
+        url = failover_url([standby, primary])  # the standby first: it must be passed over
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (n int)")
+            conn.execute("INSERT INTO kept VALUES (1)")  # committed means on the standby too
+            assert conn.info.port == primary.port
+        assert fetch_all(standby.url(), "SELECT n FROM kept") == [(1,)]
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            fetch_one(standby.url(), "INSERT INTO kept VALUES (2) RETURNING n")
+        assert standby.in_recovery()
+        primary.stop()
+        standby.promote()
+        assert not standby.in_recovery()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("INSERT INTO kept VALUES (2)")
+            assert conn.info.port == standby.port
+        assert fetch_all(standby.url(), "SELECT n FROM kept ORDER BY n") == [(1,), (2,)]
+
+
+def test_stopping_a_standby_drops_its_slot_on_the_primary() -> None:
+    with LocalPostgres() as primary:
+        with LocalStandby(primary, name="standby_b", synchronous=False) as standby:
+            assert standby.replication_state() == ("streaming", "async")
+            assert fetch_all(primary.url(), "SELECT slot_name FROM pg_replication_slots") == [("standby_b_slot",)]
+        assert fetch_all(primary.url(), "SELECT slot_name FROM pg_replication_slots") == []
+        assert fetch_one(primary.url(), "SELECT 1") == (1,)
