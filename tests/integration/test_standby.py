@@ -1,15 +1,17 @@
 """A streaming standby of a LocalPostgres: it follows the primary synchronously, refuses
-writes until promoted, and a multi-host URL finds whichever server takes writes."""
+writes until promoted, and a multi-host URL finds whichever server takes writes, directly or
+through a PgBouncer beside each server."""
 
 from __future__ import annotations
 
 import psycopg
 import pytest
 
+from videocopies.adapters.postgres.bouncer import LocalPgBouncer
 from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.standby import LocalStandby, failover_url
 
-from .harness import fetch_all, fetch_one
+from .harness import connect, fetch_all, fetch_one
 
 
 def test_a_standby_follows_refuses_writes_and_takes_over_when_promoted() -> None:
@@ -41,3 +43,28 @@ def test_stopping_a_standby_drops_its_slot_on_the_primary() -> None:
             assert fetch_all(primary.url(), "SELECT slot_name FROM pg_replication_slots") == [("standby_b_slot",)]
         assert fetch_all(primary.url(), "SELECT slot_name FROM pg_replication_slots") == []
         assert fetch_one(primary.url(), "SELECT 1") == (1,)
+
+
+def test_through_a_pgbouncer_beside_each_server_the_promoted_one_is_found_once_its_pgbouncer_reconnects() -> None:
+    with (
+        LocalPostgres() as primary,
+        LocalStandby(primary, name="standby_c") as standby,
+        LocalPgBouncer(upstream_port=primary.port) as at_primary,
+        LocalPgBouncer(upstream_port=standby.port) as at_standby,
+    ):
+        url = failover_url([at_standby, at_primary])
+        with connect(url, autocommit=True) as conn:
+            assert conn.info.port == at_primary.port
+            conn.execute("CREATE TABLE kept (n int)")
+        primary.stop()
+        at_primary.stop()
+        standby.promote()
+        # PgBouncer 1.18 answers new clients with the server parameters it saw first, and
+        # in_hot_standby=on there still makes libpq pass the promoted server over.
+        with pytest.raises(psycopg.OperationalError, match="read-only"):
+            connect(url, autocommit=True)
+        with psycopg.connect(at_standby.admin_url(), autocommit=True, cursor_factory=psycopg.ClientCursor) as admin:
+            admin.execute("RECONNECT postgres")
+        with connect(url, autocommit=True) as conn:
+            assert conn.info.port == at_standby.port
+            conn.execute("INSERT INTO kept VALUES (1)")

@@ -4,8 +4,9 @@ follows its WAL, synchronously when asked, and becomes the primary when promoted
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import psycopg
 from psycopg import sql
@@ -138,8 +139,13 @@ class LocalStandby(LocalPostgres):
         raise LocalServerError(f"standby {self.name} on port {self.port} is not {what} after {timeout} s: {state}")
 
 
-def failover_url(servers: list[LocalPostgres], dbname: str = "postgres") -> str:
-    """One URL for every server of a replicated cluster: a client connects to whichever
-    of them takes writes now, so after a failover it finds the promoted standby itself."""
+class Listening(Protocol):
+    port: int
+
+
+def failover_url(servers: Sequence[Listening], dbname: str = "postgres") -> str:
+    """One URL for every server of a replicated cluster (or the PgBouncer beside each): a
+    client connects to whichever takes writes now, so after a failover it finds the promoted
+    standby itself."""
     hosts = ",".join(f"127.0.0.1:{server.port}" for server in servers)
     return f"postgresql://{SERVICE_USER}@{hosts}/{dbname}?target_session_attrs=read-write"
