@@ -4,7 +4,7 @@ follows its WAL, synchronously when asked, and becomes the primary when promoted
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -50,7 +50,7 @@ class LocalStandby(LocalPostgres):
         # the primary's synchronous_standby_names refers to.
         return {**super().settings(), "cluster_name": self.name, "hot_standby": "on"}
 
-    def start(self, timeout: float = 30.0) -> LocalStandby:  # type: ignore[override]
+    def start(self, timeout: float = 30.0) -> LocalStandby:
         super().start()
         try:
             self.wait_streaming(timeout)
@@ -128,12 +128,12 @@ class LocalStandby(LocalPostgres):
             conn.execute("SELECT pg_reload_conf()")
         self._wait(lambda state: state == ("streaming", "sync"), "synchronous", timeout)
 
-    def _wait(self, done: object, what: str, timeout: float) -> None:
+    def _wait(self, done: Callable[[tuple[str, str] | None], bool], what: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         state = None
         while time.monotonic() < deadline:
             state = self.replication_state()
-            if done(state):  # type: ignore[operator]
+            if done(state):
                 return
             time.sleep(0.05)
         raise LocalServerError(f"standby {self.name} on port {self.port} is not {what} after {timeout} s: {state}")
