@@ -143,17 +143,21 @@ async def parked_claim_wakes(core_url: str, token: str, cases: Any, users: itert
     """Seconds from a confirmation to a parked claim getting its job: only NOTIFY, heard on
     core's re-made LISTEN connection, can make this shorter than the safety poll."""
     async with httpx.AsyncClient(base_url=core_url, headers={"Authorization": f"Bearer {token}"}) as http:
-        while (await http.post("/v1/jobs/claim", json={"limit": 10}, timeout=10)).json()["jobs"]:
+        while (left := await http.post("/v1/jobs/claim", json={"limit": 10}, timeout=10)).status_code != 200 or (
+            left.json()["jobs"]
+        ):
             pass  # take what the load left
         parked = asyncio.ensure_future(http.post("/v1/jobs/claim", json={"wait_s": 20, "limit": 1}, timeout=30))
-        while (await http.get("/_info")).json()["parked_claims"] < 1:
+        while (info := await http.get("/_info")).status_code != 200 or info.json()["parked_claims"] < 1:
             await asyncio.sleep(0.02)
         user = UserId(next(users))
         await cases.grant_coins()(uc.GrantCoinsCommand(user, LotKind.START, 50, None))
         quote = await cases.quote_order()(uc.QuoteOrderCommand(user, "sources/quiet.mp4", 1))
         began = time.monotonic()
         order_id = await cases.confirm_order()(uc.ConfirmOrderCommand(user, quote.quote_id, quote.token))
-        (job,) = (await parked).json()["jobs"]
+        answer = await parked
+        assert answer.status_code == 200, answer.text
+        (job,) = answer.json()["jobs"]
         assert job["order_id"] == order_id
         return time.monotonic() - began
 
