@@ -36,13 +36,16 @@ def test_a_standby_follows_refuses_writes_and_takes_over_when_promoted() -> None
         assert fetch_all(standby.url(), "SELECT n FROM kept ORDER BY n") == [(1,), (2,)]
 
 
-def test_stopping_a_standby_drops_its_slot_on_the_primary() -> None:
+def test_stopping_a_standby_leaves_the_primary_as_it_was() -> None:
     with LocalPostgres() as primary:
-        with LocalStandby(primary, name="standby_b", synchronous=False) as standby:
-            assert standby.replication_state() == ("streaming", "async")
+        with LocalStandby(primary, name="standby_b") as standby:
+            assert standby.replication_state() == ("streaming", "sync")
             assert fetch_all(primary.url(), "SELECT slot_name FROM pg_replication_slots") == [("standby_b_slot",)]
         assert fetch_all(primary.url(), "SELECT slot_name FROM pg_replication_slots") == []
-        assert fetch_one(primary.url(), "SELECT 1") == (1,)
+        assert fetch_one(primary.url(), "SHOW synchronous_standby_names") == ("",)
+        assert fetch_one(primary.url(), "SHOW synchronous_commit") == ("off",)  # LocalPostgres's own
+        with LocalStandby(primary, name="standby_b2", synchronous=False) as standby:
+            assert standby.replication_state() == ("streaming", "async")
 
 
 def test_through_a_pgbouncer_beside_each_server_the_promoted_one_is_found_once_its_pgbouncer_reconnects() -> None:

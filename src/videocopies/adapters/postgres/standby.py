@@ -87,22 +87,30 @@ class LocalStandby(LocalPostgres):
         return time.monotonic() - began
 
     def stop(self) -> None:
-        """Stop the standby; its slot on a primary that still runs goes too, or the primary
-        would keep WAL for it for ever."""
+        """Stop the standby and undo what it asked of a primary that still runs: commits stop
+        waiting for it first, and its slot goes after, or the primary would keep WAL for it
+        for ever."""
+        primary_running = self.primary.pid is not None
+        if primary_running and self.synchronous:
+            self._on_primary(
+                "ALTER SYSTEM RESET synchronous_standby_names", "ALTER SYSTEM RESET synchronous_commit",
+                "SELECT pg_reload_conf()",
+            )
         super().stop()
-        if self.primary.pid is None:
-            return
+        if primary_running:
+            self._on_primary(
+                sql.SQL(
+                    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                    "WHERE slot_name = {} AND NOT active"
+                ).format(sql.Literal(self.slot))
+            )
+
+    def _on_primary(self, *statements: str | sql.Composable) -> None:
         try:
             with psycopg.connect(self.primary.url(), autocommit=True, connect_timeout=5) as conn:
-                conn.execute(
-                    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                    "WHERE slot_name = %s AND NOT active",
-                    [self.slot],
-                )
-                if self.synchronous:
-                    conn.execute("ALTER SYSTEM RESET synchronous_standby_names")
-                    conn.execute("SELECT pg_reload_conf()")
-        except psycopg.Error:
+                for statement in statements:
+                    conn.execute(statement)
+        except psycopg.OperationalError:
             pass  # a primary on its way down keeps nothing for long
 
     def _initdb(self, bindir: Path) -> None:
