@@ -39,6 +39,14 @@ def _db(args: argparse.Namespace) -> int:
     return 0
 
 
+def _backup(args: argparse.Namespace) -> int:
+    from videocopies.roles.backup import create, verify
+
+    if args.action == "create":
+        return create(_database_url(args), args.out)
+    return verify(args.file)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="videocopies", description=__doc__)
     parser.add_argument("--database-url", help="PostgreSQL URL (default: $VIDEOCOPIES_DATABASE_URL)")
@@ -55,6 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     db_actions.add_parser("check", help="refuse (exit 2) a missing, empty or incompatible database")
     capacity = db_actions.add_parser("capacity", help="set the number of capacity slots")
     capacity.add_argument("slots", type=int)
+    backup = commands.add_parser("backup", help="make a backup, or prove one restores and is sound")
+    backup_actions = backup.add_subparsers(dest="action", required=True)
+    create = backup_actions.add_parser("create", help="pg_dump the database into one archive file")
+    create.add_argument("--out", type=Path, help="the archive (default videocopies-<db>-<UTC time>.dump here)")
+    verify = backup_actions.add_parser(
+        "verify", help="restore an archive into a scratch cluster and check it there (never the working database)"
+    )
+    verify.add_argument("file", type=Path)
     core = commands.add_parser("core", help="run the core role (Job API and sweeps)")
     core.add_argument("--host", help="listen address (default $VIDEOCOPIES_CORE_HOST or 127.0.0.1)")
     core.add_argument("--port", type=int, help="listen port (default $VIDEOCOPIES_CORE_PORT or 8700)")
@@ -97,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         from videocopies.roles.all_in_one import main as all_in_one
 
         return all_in_one(args.data, args.demo)
+    if args.command == "backup":
+        return _backup(args)
     if args.command == "copies":
         from videocopies.roles.copies_make import make_copies
 

@@ -18,9 +18,11 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import psycopg
 import uvicorn
 import uvloop
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 from videocopies.adapters.http.api import JobApiServices, Relocation, create_app
 from videocopies.adapters.http.edge_api import EdgeApiServices, OutboxNews
@@ -160,6 +162,7 @@ class Core:
         self._inbox: asyncio.Task[None] | None = None
         self.app: FastAPI = create_app(self.services, self.edge)
         self.app.router.lifespan_context = self._lifespan
+        self.app.add_exception_handler(psycopg.OperationalError, database_unavailable)
 
     async def start(self) -> None:
         await self.pool.open(wait=True, timeout=30)
@@ -230,6 +233,14 @@ class Core:
             yield
         finally:
             await self.stop()
+
+
+async def database_unavailable(_request: Request, error: Exception) -> JSONResponse:
+    """The database went away (a restart, a failover) or no connection came in time: nodes
+    send the same request again (same receipt id) until the pool has found the primary."""
+    log.warning("database unavailable: %s", error)
+    body = {"error": "database_unavailable", "detail": "the database is unavailable; try again"}
+    return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
 
 
 class _Server(uvicorn.Server):

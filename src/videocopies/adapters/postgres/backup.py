@@ -1,0 +1,149 @@
+"""Backups as pg_dump archives, and their proof: an archive is restored into a scratch
+cluster of its own and checked there (schema level, migration checksums, the ledger).
+
+A replica is not a backup: it copies a mistake as faithfully as a payment. Verification
+never touches the working database; it does not even know where it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import subprocess
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import attrs
+
+from videocopies.adapters.postgres import migrate
+from videocopies.adapters.postgres.cluster import LocalPostgres, pg_bindir
+from videocopies.adapters.postgres.ledger_audit import LedgerAudit, audit_ledger
+
+RESTORED = "restored"
+
+
+class BackupError(Exception):
+    """A backup could not be made or read; the message says what and why."""
+
+
+@attrs.frozen
+class Backup:
+    path: Path
+    size: int
+    sha256: str
+    seconds: float
+    schema: migrate.SchemaStatus
+
+
+@attrs.frozen
+class Verification:
+    path: Path
+    size: int
+    sha256: str
+    start_s: float  # the scratch cluster's
+    restore_s: float
+    check_s: float
+    scratch_dir: Path  # removed by the time this is returned
+    schema: migrate.SchemaStatus | None
+    schema_refusal: str | None
+    audit: LedgerAudit | None
+
+    @property
+    def passed(self) -> bool:
+        return self.schema_refusal is None and self.audit is not None and self.audit.sound
+
+
+def default_name(database: str, now: datetime | None = None) -> Path:
+    moment = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    return Path(f"videocopies-{database}-{moment}.dump")
+
+
+def create_backup(url: str, out: Path | None = None) -> Backup:
+    """pg_dump's custom format of the database at `url`, which must exist and hold a schema.
+    Written beside `out` under a temporary name and renamed when complete, so a file with
+    the final name is always a whole archive."""
+    began = time.monotonic()
+    schema = migrate.status(url)  # a missing, unreachable or empty database is refused here
+    out = out or default_name(schema.database)
+    with _partial_beside(out) as partial:
+        _run(
+            [pg_bindir() / "pg_dump", "--format=custom", "--no-password", "--file", partial, "--dbname", url],
+            "pg_dump",
+        )
+        _sync(partial)
+        os.replace(partial, out)
+    _sync(out.absolute().parent)
+    size, digest = _fingerprint(out)
+    return Backup(out, size, digest, time.monotonic() - began, schema)
+
+
+def verify_backup(path: Path) -> Verification:
+    """Restore `path` into a new private cluster, check it there, and remove the cluster."""
+    if not path.is_file():
+        raise BackupError(f"{path}: no such file")
+    size, digest = _fingerprint(path)
+    try:
+        _run([pg_bindir() / "pg_restore", "--list", path], "reading the archive")
+    except BackupError as unreadable:
+        raise BackupError(f"{path} is not a readable pg_dump archive: {unreadable}") from None
+    scratch = LocalPostgres()
+    began = time.monotonic()
+    with scratch:
+        started = time.monotonic()
+        scratch.create_database(RESTORED)
+        url = scratch.url(RESTORED)
+        argv = [pg_bindir() / "pg_restore", "--exit-on-error", "--no-owner", "--no-privileges", "--dbname", url, path]
+        _run(argv, "pg_restore into the scratch cluster")
+        restored = time.monotonic()
+        schema, refusal = None, None
+        try:
+            schema = migrate.check(url)
+        except migrate.SchemaError as refused:
+            refusal = str(refused)
+            with contextlib.suppress(migrate.SchemaError):
+                schema = migrate.status(url)
+        audit = audit_ledger(url) if schema is not None else None
+        checked = time.monotonic()
+    return Verification(
+        path, size, digest, started - began, restored - started, checked - restored, scratch.base_dir,
+        schema, refusal, audit,
+    )
+
+
+def _run(argv: list[str | Path], what: str) -> None:
+    try:
+        result = subprocess.run([str(arg) for arg in argv], capture_output=True, text=True)
+    except OSError as error:
+        raise BackupError(f"{what} could not start: {error}") from error
+    if result.returncode != 0:
+        raise BackupError(f"{what} failed (exit {result.returncode}): {result.stderr.strip() or '(no output)'}")
+
+
+@contextlib.contextmanager
+def _partial_beside(out: Path) -> Iterator[Path]:
+    partial = out.with_name(f".{out.name}.partial-{secrets.token_hex(4)}")
+    try:
+        yield partial
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _sync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fingerprint(path: Path) -> tuple[int, str]:
+    digest = hashlib.sha256()
+    with path.open("rb") as archive:
+        while chunk := archive.read(1 << 20):
+            digest.update(chunk)
+    return path.stat().st_size, digest.hexdigest()
+
