@@ -62,7 +62,7 @@ def _apply_0011() -> str:
     for old, new in (
         ("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION"),
         (_LOT_UPDATE, _LOT_UPDATE.replace("expired = l.expired", "expired = l.expired, refunded = l.refunded")),
-        (_LOT_INSERT, _LOT_INSERT.replace("expired)", "expired, refunded)").replace("l.expired)", "l.expired, l.refunded)")),
+        (_LOT_INSERT, _LOT_INSERT.replace("l.expired)", "l.expired, l.refunded)").replace(" expired)", " expired, refunded)")),
         (_UNKNOWN, _NEW_WRITES + _UNKNOWN),
     ):
         assert body.count(old) == 1, old

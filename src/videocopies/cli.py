@@ -63,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     revoke = nodes_actions.add_parser("revoke", help="revoke a node's token at once")
     revoke.add_argument("name")
     nodes_actions.add_parser("list", help="every node, its role, state and last contact")
+    payments = commands.add_parser("payments", help="reconcile with the payment provider, refund a purchase")
+    payments_actions = payments.add_subparsers(dest="action", required=True)
+    payments_actions.add_parser("reconcile", help="credit missed payments, finish pending refunds, print the report")
+    refund = payments_actions.add_parser("refund", help="refund a purchase whose coins are all unspent")
+    refund.add_argument("charge_id", help="telegram_payment_charge_id")
+    refund.add_argument("--reason", default="refunded by an operator", help="recorded with the refund")
     commands.add_parser("worker", help="run a worker (renders copies)")
     commands.add_parser("edge", help="run the Telegram edge (updates in, messages out)")
     copies = commands.add_parser("copies", help="make copies of a video locally")
@@ -98,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
         from videocopies.roles.core import main as core
 
         return core(_database_url(args), args.host, args.port)
+    if args.command == "payments":
+        from videocopies.roles.payments import main as payments_main
+
+        return payments_main(_database_url(args), args)
     if args.command == "nodes":
         from videocopies.roles.nodes import main as nodes
 

@@ -12,10 +12,9 @@ from typing import Any, Generic, TypeVar
 
 from videocopies.application.errors import Conflict
 from videocopies.application.ports import GrantRecord, OutboxMessage, RefusedWrite
-from videocopies.domain.coins import CoinAccount
+from videocopies.domain.coins import CoinAccount, Referral
 from videocopies.domain.jobs import Job, JobState
 from videocopies.domain.orders import Order
-from videocopies.domain.coins import Referral
 from videocopies.domain.payments import Payment, Refund
 from videocopies.domain.receipts import Receipt
 from videocopies.domain.shared import DomainEvent, JobId, LotId, OrderId, UserId

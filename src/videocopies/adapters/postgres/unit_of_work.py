@@ -18,10 +18,9 @@ from videocopies.adapters.postgres import mappers
 from videocopies.adapters.postgres.queries import sql
 from videocopies.application.errors import Conflict, ServiceBusy
 from videocopies.application.ports import GrantRecord, OutboxMessage, RefusedWrite
-from videocopies.domain.coins import CoinAccount
+from videocopies.domain.coins import CoinAccount, LotKind, Referral
 from videocopies.domain.jobs import Job, LeaseLossReason, LeaseLost
 from videocopies.domain.orders import Order
-from videocopies.domain.coins import LotKind, Referral
 from videocopies.domain.payments import Payment, Refund
 from videocopies.domain.receipts import Receipt
 from videocopies.domain.shared import JobId, LotId, OrderId, UserId

@@ -25,15 +25,27 @@ from aiogram.exceptions import (
     TelegramRetryAfter,
     TelegramServerError,
 )
-from aiogram.types import FSInputFile, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
+from aiogram.types import (
+    FSInputFile,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    LabeledPrice,
+    Message,
+    PreCheckoutQuery,
+    Update,
+)
 from aiohttp import web
 
 from videocopies.adapters.http.client import CoreClient
 from videocopies.adapters.objectstore.files import hash_file
+from videocopies.application.bot.events import language_of
+from videocopies.application.bot.screens import text
 
 log = logging.getLogger(__name__)
 CLOUD_DOWNLOAD_LIMIT = 20 * 1024 * 1024  # getFile refuses larger files outside a local Bot API server
-ALLOWED_UPDATES = ["message", "callback_query"]
+ALLOWED_UPDATES = ["message", "callback_query", "pre_checkout_query"]
+# Telegram waits 10 s for a pre-checkout answer; core gets most of it, the answer the rest.
+PRE_CHECKOUT_ASK_S = 6.0
 
 
 class SourceStore(Protocol):
@@ -108,6 +120,10 @@ class Receiver:
 
     async def store(self, updates: list[Update]) -> None:
         """Answer callbacks at once, then store the batch; core retries are the client's."""
+        checkouts = [
+            asyncio.ensure_future(self._pre_checkout(u.pre_checkout_query))
+            for u in updates if u.pre_checkout_query is not None
+        ]
         answers = [self._answer(u.callback_query.id) for u in updates if u.callback_query is not None]
         events = await asyncio.gather(*(self._event(u) for u in updates))
         await asyncio.gather(*answers)
@@ -115,6 +131,27 @@ class Receiver:
         if found:
             await self._core.call("POST", "/v1/inbox", {"events": found})
             self.stored += len(found)
+        await asyncio.gather(*checkouts)
+
+    async def _pre_checkout(self, query: PreCheckoutQuery) -> None:
+        """Answered now, with core's word on whether the package and price still hold; when
+        core cannot say in time, the payment is declined (nothing is charged)."""
+        body = {"user": _user(query.from_user), "currency": query.currency, "total_amount": query.total_amount,
+                "invoice_payload": query.invoice_payload}
+        try:
+            verdict = await asyncio.wait_for(
+                self._core.call("POST", "/v1/payments/pre-checkout", body), PRE_CHECKOUT_ASK_S
+            )
+        except Exception as error:  # noqa: BLE001 - declining is always safe
+            log.warning("pre-checkout %s not checked: %r", query.id, error)
+            language = language_of(query.from_user.language_code)
+            verdict = {"ok": False, "error_message": text(language, "payments_unavailable")}
+        try:
+            await self._bot.answer_pre_checkout_query(
+                query.id, ok=bool(verdict["ok"]), error_message=verdict.get("error_message")
+            )
+        except TelegramBadRequest as late:
+            log.info("pre-checkout %s not answered: %s", query.id, late)
 
     async def _answer(self, query_id: str) -> None:
         try:
@@ -132,6 +169,10 @@ class Receiver:
         if message is None or message.from_user is None:
             return None
         user = _user(message.from_user)
+        if (paid := message.successful_payment) is not None:
+            payment = {"charge_id": paid.telegram_payment_charge_id, "total_amount": paid.total_amount,
+                       "currency": paid.currency, "invoice_payload": paid.invoice_payload}
+            return {"update_id": update.update_id, "user": user, "kind": "payment", "payment": payment}
         media = message.video or message.document
         if media is not None:
             return {"update_id": update.update_id, "user": user, "kind": "video",
@@ -255,6 +296,12 @@ class Sender:
         return True
 
     async def _deliver(self, message: dict[str, Any]) -> Message:
+        if invoice := message.get("invoice"):
+            return await self._bot.send_invoice(
+                message["chat_id"], title=invoice["title"], description=invoice["description"],
+                payload=invoice["payload"], currency="XTR",
+                prices=[LabeledPrice(label=invoice["label"], amount=invoice["stars"])],
+            )
         markup = None
         if message["buttons"]:
             markup = InlineKeyboardMarkup(inline_keyboard=[

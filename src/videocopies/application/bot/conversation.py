@@ -21,8 +21,8 @@ from videocopies.application.bot.events import BotUser, InboxEvent, PaidInvoice,
 from videocopies.application.errors import NotFound, ServiceBusy
 from videocopies.application.ports import Clock, OutboxMessage
 from videocopies.domain.coins import InsufficientCoins, LotKind, parse_invite
-from videocopies.domain.payments import DEFAULT_PACKAGES, PackageCatalog, PaymentMismatch
 from videocopies.domain.orders import OrderNotInState, OrderState
+from videocopies.domain.payments import DEFAULT_PACKAGES, PackageCatalog, PaymentMismatch
 from videocopies.domain.pricing import PricingPolicy, Quote, QuoteAlreadyUsed, QuoteExpired, TariffRetired
 from videocopies.domain.shared import DomainError, LotId, OrderId, UserId
 

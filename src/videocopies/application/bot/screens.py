@@ -55,6 +55,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "payment_unmatched": "We received your payment of {stars} Stars but could not match it to a coin "
                              "package. Support will sort it out; nothing is lost.",
         "offer_withdrawn": "This offer has changed. Open /buy to see the current packages.",
+        "payments_unavailable": "Payments are unavailable right now; nothing was charged. Please try again soon.",
         "refunded": "Your purchase of {coins} coins was refunded: {stars} Stars are on their way back.",
         "coins_granted": "You were given {amount} coins{reason}.",
         "coins_expired": "{amount} coins expired.",
@@ -114,6 +115,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "payment_unmatched": "Мы получили вашу оплату ({stars} Stars), но не смогли сопоставить её с пакетом "
                              "монет. Поддержка разберётся; ничего не потеряно.",
         "offer_withdrawn": "Это предложение изменилось. Откройте /buy, чтобы увидеть актуальные пакеты.",
+        "payments_unavailable": "Оплата сейчас недоступна; ничего не списано. Попробуйте чуть позже.",
         "refunded": "Покупка {coins} монет возвращена: {stars} Stars вернутся к вам.",
         "coins_granted": "Вам начислено {amount} монет{reason}.",
         "coins_expired": "Сгорело монет: {amount}.",
@@ -204,7 +206,8 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
         return Screen(t("welcome", name=name, available=payload["available"], bonus=bonus))
     if screen == "packages":
         rows = tuple(
-            (Button(t("package_button", coins=coins, stars=stars), f"b:{stars}"),) for stars, coins in payload["packages"]
+            (Button(t("package_button", coins=coins, stars=stars), f"b:{stars}"),)
+            for stars, coins in payload["packages"]
         )
         return Screen(t("packages"), rows)
     if screen == "coins_granted":

@@ -12,6 +12,7 @@ from videocopies.application.use_cases.finish_job import (
     FailJob,
     FailJobCommand,
 )
+from videocopies.application.use_cases.grants import RewardReferral
 from videocopies.application.use_cases.lease_writes import (
     CheckpointCopy,
     CheckpointCopyCommand,
@@ -20,7 +21,6 @@ from videocopies.application.use_cases.lease_writes import (
     RenewLease,
     RenewLeaseCommand,
 )
-from videocopies.application.use_cases.grants import RewardReferral
 from videocopies.application.use_cases.payments import (
     CreditPayment,
     CreditPaymentCommand,
