@@ -176,11 +176,15 @@ class CoinAccount:
         self._changed(CoinsRefunded(self.account_id, lot_id, lot.amount))
         return lot.amount
 
-    def undo_refund(self, lot_id: LotId) -> int:
-        """The provider refused the refund: the lot's coins come back as they were."""
+    def undo_refund(self, lot_id: LotId, now: datetime) -> int:
+        """The provider refused the refund: the lot's coins come back as they were (as
+        expired, if the lot's time ran out meanwhile)."""
         lot = self._lot(lot_id)
         back, lot.refunded = lot.refunded, 0
-        lot.available += back
+        if lot.is_expired(now):
+            lot.expired += back
+        else:
+            lot.available += back
         if back:
             self._changed(CoinsGranted(self.account_id, lot_id, back))
         return back

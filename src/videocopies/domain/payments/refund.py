@@ -64,5 +64,5 @@ class Refund:
         """The provider will not refund: the coins are the user's again."""
         if self.state is not RefundState.PENDING:
             return
-        account.undo_refund(payment.lot_id)
+        account.undo_refund(payment.lot_id, now)
         self.state, self.finished_at, self.provider_answer = RefundState.REFUSED, now, answer
