@@ -19,8 +19,14 @@ from pytest_bdd import given, parsers, then, when
 
 from videocopies.application import use_cases as uc
 from videocopies.application.errors import NotFound, ProviderUnavailable, RefundRefused
-from videocopies.domain.coins import AlreadyReferred, LotNotRefundable, ReferralLoop, SelfReferral
-from videocopies.domain.coins import InsufficientCoins, LotKind
+from videocopies.domain.coins import (
+    AlreadyReferred,
+    InsufficientCoins,
+    LotKind,
+    LotNotRefundable,
+    ReferralLoop,
+    SelfReferral,
+)
 from videocopies.domain.jobs import LeaseLost
 from videocopies.domain.payments import AlreadyRefunded, PaymentMismatch
 from videocopies.domain.pricing import (

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.telegram.simulator import BotApiSimulator
@@ -51,7 +50,8 @@ def _pay(user: Any, invoice_id: int, delivery: str = "deliver") -> str:
 
 
 def _payments(url: str) -> dict[str, tuple[int, int]]:
-    return {eid: (coins, paid) for eid, coins, paid in fetch_all(url, "SELECT external_id, coins, paid_amount FROM payments")}
+    rows = fetch_all(url, "SELECT external_id, coins, paid_amount FROM payments")
+    return {eid: (coins, paid) for eid, coins, paid in rows}
 
 
 def _purchased(url: str, user_id: int) -> int:
