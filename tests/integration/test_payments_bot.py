@@ -170,6 +170,12 @@ def test_reconcile_and_refund_from_the_command_line_grants_and_referrals_by_the_
                 assert "100 coins was refunded" in _next(ann, contains="refunded").text
                 again = _cli(url, bot_token, sim.url, "refund", dropped)
                 assert again.returncode == 2 and "AlreadyRefunded" in again.stderr
+                twice = httpx.post(f"{core.url}/v1/control/payments/{dropped}/refund", headers=operator,
+                                   json={"reason": "again"})
+                assert twice.status_code == 409 and twice.json()["error"] == "AlreadyRefunded"
+                # This core was given no bot token: it says so instead of pretending.
+                unreachable = httpx.post(f"{core.url}/v1/control/payments/reconcile", headers=operator)
+                assert unreachable.status_code == 503 and "VIDEOCOPIES_BOT_TOKEN" in unreachable.json()["detail"]
 
                 granted = httpx.post(f"{core.url}/v1/control/grants", headers=operator, json={
                     "user_id": ann.id, "amount": 25, "reason": "sorry for the wait", "grant_id": "apology-1"})
