@@ -4,12 +4,16 @@ transaction list read page by page, and refunds with Telegram's own refusals."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.types import LabeledPrice
 
+from videocopies.adapters.http.client import CoreClient
+from videocopies.adapters.postgres.cluster import free_port
+from videocopies.adapters.telegram.edge import Receiver, SignedUrlSources
 from videocopies.adapters.telegram.payments import TelegramPaymentProvider, UnconfiguredPaymentProvider
 from videocopies.adapters.telegram.simulator import BotApiSimulator
 from videocopies.application.errors import ProviderUnavailable, RefundRefused
@@ -76,3 +80,25 @@ async def test_without_a_bot_token_there_is_no_provider_to_ask() -> None:
         await UnconfiguredPaymentProvider().refund(UserId(1), "x")
     with pytest.raises(ProviderUnavailable):
         [tx async for tx in UnconfiguredPaymentProvider().transactions()]
+
+
+async def test_edge_declines_a_payment_when_core_cannot_say(
+    sim: BotApiSimulator, bot: Bot, tmp_path: Path
+) -> None:
+    """Telegram waits 10 seconds for the answer: with core away, edge declines in time, and
+    the user is not charged."""
+    core = CoreClient(f"http://127.0.0.1:{free_port()}", "edge.secret", retry_for_s=0.5)
+    receiver = Receiver(bot, core, SignedUrlSources(core), tmp_path)
+    user = sim.create_user(bot_token=bot.token, language_code="en")
+    user.send_text("/start")
+    offset = (await bot.get_updates(timeout=1))[-1].update_id + 1
+    sent = await bot.send_invoice(user.id, title="Coins", description="Coins for copies", payload="buy:50:100",
+                                  currency="XTR", prices=[LabeledPrice(label="Coins", amount=50)])
+    query_id = user.pay(sent.message_id)
+    try:
+        await receiver.store(await bot.get_updates(offset=offset, timeout=2))
+    finally:
+        await core.close()
+    outcome = await user.payment_outcome(query_id, timeout=5)
+    assert outcome["outcome"] == "declined" and "nothing was charged" in outcome["error_message"]
+    assert sim.state.bot(bot.token).charges == {}

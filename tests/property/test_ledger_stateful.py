@@ -47,7 +47,7 @@ KINDS = st.sampled_from(list(LotKind))
 EXPIRY = st.one_of(st.none(), st.sampled_from([0, 1, 30, 3_600]), st.integers(1, 10 * DAY))
 ADVANCE = st.sampled_from([1, 29, 31, 60, 600, 3_600, DAY, 3 * DAY])
 DEBIT_KEYS = st.sampled_from([f"copy:{i}" for i in range(5)])
-PACKAGES = {50: 100, 100: 220, 250: 600}  # stars -> coins, as in UseCases.coin_packages
+PACKAGES = {50: 100, 100: 220, 250: 600}  # stars -> coins, as in the default Settings.packages
 
 
 # --- checks shared by both machines -------------------------------------------------------
