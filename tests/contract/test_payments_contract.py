@@ -71,6 +71,19 @@ async def test_a_refund_waits_for_an_unreachable_provider_and_reconciliation_fin
     assert await screens(b) == ["coins_credited", "refunded"]
 
 
+async def test_a_refund_made_whose_answer_was_lost_is_finished_without_asking_again(backend: Backend) -> None:
+    b = backend
+    await bought(b)
+    b.provider.answers_lost = True  # as if core crashed right after Telegram refunded
+    with pytest.raises(ProviderUnavailable):
+        await b.cases.refund_payment()(uc.RefundPaymentCommand("ch-1", "control-1", "mistake"))
+    result = await b.cases.reconcile_payments()()  # still losing answers: it need not ask
+    assert (result.report.refunds_confirmed, result.refunds_finished) == (("ch-1",), ("ch-1",))
+    assert [tx.external_id for tx in b.provider.settled if tx.refund] == ["ch-1"]
+    assert await figures(b) == (0, 0, 0, 0, 100)
+    assert (await b.cases.reconcile_payments()()).report.clean
+
+
 async def test_a_refund_the_provider_refuses_gives_the_coins_back(backend: Backend) -> None:
     b = backend
     await bought(b)

@@ -138,7 +138,7 @@ class PaymentsLedgerMachine(RuleBasedStateMachine):
         ours = sum(p.paid_amount for p in self.store.payments.values())
         theirs = sum(tx.paid_amount for tx in self.provider.settled if not tx.refund)
         assert ours == theirs and set(self.store.payments) == set(self.charges)
-        if not self.provider.unreachable:
+        if not (self.provider.unreachable or self.provider.answers_lost):
             assert not [r for r in self.store.refunds.values() if r.state is RefundState.PENDING]
             refunded_ours = sum(
                 self.store.payments[r.external_id].paid_amount for r in self.store.refunds.values()
@@ -173,17 +173,18 @@ class PaymentsLedgerMachine(RuleBasedStateMachine):
             event("refund: coins already used")
             return
         except ProviderUnavailable:
-            assert self.provider.unreachable
+            assert self.provider.unreachable or self.provider.answers_lost
             assert self.store.refunds[charge_id].state is RefundState.PENDING
-            event("refund: left pending")
+            event("refund: left pending" + (" (made, answer lost)" if self.provider.answers_lost else ""))
             return
         assert refund.state is RefundState.DONE and not self.provider.unreachable
         assert untouched or (earlier is not None and earlier.state is RefundState.PENDING)
         event("refund: done")
 
-    @rule(unreachable=st.booleans())
-    def provider_reachability(self, unreachable: bool) -> None:
-        self.provider.unreachable = unreachable
+    @rule(mode=st.sampled_from(["up", "down", "answers lost"]))
+    def provider_reachability(self, mode: str) -> None:
+        """Down: a refund never reaches Telegram. Answers lost: it is made, and we never hear."""
+        self.provider.unreachable, self.provider.answers_lost = mode == "down", mode == "answers lost"
 
     # gifts and spending
 

@@ -14,6 +14,7 @@ class InMemoryPaymentProvider:
     def __init__(self, transactions: list[ProviderTransaction] | None = None) -> None:
         self.settled: list[ProviderTransaction] = list(transactions or [])
         self.unreachable = False  # refunds fail as a network error would, for tests
+        self.answers_lost = False  # refunds are made, but the answer never comes back
 
     async def transactions(self) -> AsyncIterator[ProviderTransaction]:
         for tx in list(self.settled):
@@ -32,3 +33,5 @@ class InMemoryPaymentProvider:
         self.settled.append(
             ProviderTransaction(external_id, user_id, charge.paid_amount, charge.currency, charge.payload, refund=True)
         )
+        if self.answers_lost:
+            raise ProviderUnavailable("the refund was made, but its answer was lost")
