@@ -175,7 +175,7 @@ def test_reconcile_and_refund_from_the_command_line_grants_and_referrals_by_the_
                 assert twice.status_code == 409 and twice.json()["error"] == "AlreadyRefunded"
                 # This core was given no bot token: it says so instead of pretending.
                 unreachable = httpx.post(f"{core.url}/v1/control/payments/reconcile", headers=operator)
-                assert unreachable.status_code == 503 and "VIDEOCOPIES_BOT_TOKEN" in unreachable.json()["detail"]
+                assert unreachable.status_code == 409 and "VIDEOCOPIES_BOT_TOKEN" in unreachable.json()["detail"]
 
                 granted = httpx.post(f"{core.url}/v1/control/grants", headers=operator, json={
                     "user_id": ann.id, "amount": 25, "reason": "sorry for the wait", "grant_id": "apology-1"})

@@ -16,7 +16,7 @@ from videocopies.adapters.postgres.cluster import free_port
 from videocopies.adapters.telegram.edge import Receiver, SignedUrlSources
 from videocopies.adapters.telegram.payments import TelegramPaymentProvider, UnconfiguredPaymentProvider
 from videocopies.adapters.telegram.simulator import BotApiSimulator
-from videocopies.application.errors import ProviderUnavailable, RefundRefused
+from videocopies.application.errors import ProviderNotConfigured, RefundRefused
 from videocopies.domain.payments import ProviderTransaction
 from videocopies.domain.shared import UserId
 
@@ -76,9 +76,9 @@ async def test_transactions_are_read_page_by_page_and_refunds_listed(sim: BotApi
 
 
 async def test_without_a_bot_token_there_is_no_provider_to_ask() -> None:
-    with pytest.raises(ProviderUnavailable):
+    with pytest.raises(ProviderNotConfigured):
         await UnconfiguredPaymentProvider().refund(UserId(1), "x")
-    with pytest.raises(ProviderUnavailable):
+    with pytest.raises(ProviderNotConfigured):
         [tx async for tx in UnconfiguredPaymentProvider().transactions()]
 
 

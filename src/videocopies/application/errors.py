@@ -55,6 +55,11 @@ class ProviderUnavailable(ApplicationError):
 
 
 @attrs.define
+class ProviderNotConfigured(ProviderUnavailable):
+    """This process was given no way to reach the payment provider."""
+
+
+@attrs.define
 class RefundRefused(ApplicationError):
     """The payment provider refused a refund for good (unknown charge, wrong user, ...)."""
 

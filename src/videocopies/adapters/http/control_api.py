@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from videocopies.adapters.http.api import IDENTIFIER, NO_NUL, _Body
 from videocopies.application import use_cases as uc
-from videocopies.application.errors import ProviderUnavailable
+from videocopies.application.errors import ProviderNotConfigured, ProviderUnavailable
 from videocopies.application.nodes import Node
 from videocopies.domain.coins import GrantRules, LotKind
 from videocopies.domain.shared import LotId, UserId
@@ -79,6 +79,11 @@ def add_control_routes(
     @app.exception_handler(ProviderUnavailable)
     async def unavailable(_request: Request, exc: ProviderUnavailable) -> JSONResponse:
         return JSONResponse({"error": "provider_unavailable", "detail": str(exc)}, status_code=503)
+
+    @app.exception_handler(ProviderNotConfigured)
+    async def not_configured(_request: Request, exc: ProviderNotConfigured) -> JSONResponse:
+        # Not a passing trouble: this core has no way to the provider until it is configured.
+        return JSONResponse({"error": "provider_not_configured", "detail": str(exc)}, status_code=409)
 
     @app.post("/v1/control/grants", tags=["control"])
     async def grant(body: GrantIn, node: Operator) -> GrantOut:

@@ -9,7 +9,7 @@ from typing import Any
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest, TelegramNetworkError, TelegramRetryAfter, TelegramServerError
 
-from videocopies.application.errors import ProviderUnavailable, RefundRefused
+from videocopies.application.errors import ProviderNotConfigured, ProviderUnavailable, RefundRefused
 from videocopies.domain.payments import STARS, ProviderTransaction
 from videocopies.domain.shared import UserId
 
@@ -63,8 +63,8 @@ class UnconfiguredPaymentProvider:
     """No bot token was given to this process: there is no provider to ask."""
 
     async def transactions(self) -> AsyncIterator[ProviderTransaction]:
-        raise ProviderUnavailable("no payment provider: set VIDEOCOPIES_BOT_TOKEN for core")
+        raise ProviderNotConfigured("no payment provider: set VIDEOCOPIES_BOT_TOKEN for core")
         yield  # pragma: no cover - makes this an async generator
 
     async def refund(self, user_id: UserId, external_id: str) -> None:
-        raise ProviderUnavailable("no payment provider: set VIDEOCOPIES_BOT_TOKEN for core")
+        raise ProviderNotConfigured("no payment provider: set VIDEOCOPIES_BOT_TOKEN for core")
