@@ -139,7 +139,9 @@ def test_reconcile_and_refund_from_the_command_line_grants_and_referrals_by_the_
     with BotApiSimulator() as sim:
         bot_token = sim.create_bot()
         with CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_COIN_PACKAGES="50:100,100:220") as core:
-            edge = edge_process(core.url, issue_token(url, "edge-pay", "edge"), bot_token, sim.url, tmp_path / "e")
+            edge_token = issue_token(url, "edge-pay", "edge")
+            edge = edge_process(core.url, edge_token, bot_token, sim.url, tmp_path / "e")
+            edge_node = {"Authorization": f"Bearer {edge_token}"}
             operator = {"Authorization": f"Bearer {issue_token(url, 'control-1', 'control')}"}
             try:
                 ann = sim.create_user(bot_token, first_name="Ann", language_code="en")
@@ -156,12 +158,12 @@ def test_reconcile_and_refund_from_the_command_line_grants_and_referrals_by_the_
                 assert f"credited: 1 {dropped}" in reconciled.stdout
                 assert "100 coins added" in _next(ann, contains="Payment received").text
 
-                stale = _buy(ann, 100)
-                core.stop()
-                core._env["VIDEOCOPIES_COIN_PACKAGES"] = "50:100,100:250"  # the operator changed the price list
-                core.start()
-                declined = asyncio.run(ann.payment_outcome(ann.pay(stale), timeout=15))
-                assert declined["outcome"] == "declined" and "offer has changed" in declined["error_message"]
+                # An invoice for an offer no longer on sale (the price list changed since): declined.
+                stale = {"user": {"id": ann.id, "language_code": "en"}, "currency": "XTR", "total_amount": 100,
+                         "invoice_payload": "buy:100:250"}
+                verdict = httpx.post(f"{core.url}/v1/payments/pre-checkout", headers=edge_node, json=stale).json()
+                assert verdict == {"ok": False, "error_message": "This offer has changed. Open /buy to see the "
+                                                                 "current packages."}
 
                 refunded = _cli(url, bot_token, sim.url, "refund", dropped, "--reason", "asked nicely")
                 assert refunded.returncode == 0, refunded.stderr
