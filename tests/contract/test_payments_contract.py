@@ -3,6 +3,7 @@ memory, PostgreSQL, PostgreSQL via PgBouncer."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
@@ -158,3 +159,13 @@ async def test_the_expiry_sweep_takes_every_due_lot_and_tells_each_user(backend:
     assert await b.cases.expire_coins()() == 0
     assert await figures(b) == (20, 0, 0, 10, 0)
     assert await screens(b, FRIEND) == ["coins_expired"]
+
+
+async def test_a_notification_and_reconciliation_crediting_at_once_credit_once(backend: Backend) -> None:
+    b = backend
+    b.provider.settled.append(ProviderTransaction("ch-7", USER, 100, "XTR", "buy:100:220"))
+    notified = b.cases.credit_payment()(uc.CreditPaymentCommand("ch-7", USER, 220, 100, "XTR"))
+    answers = await asyncio.gather(notified, b.cases.reconcile_payments()())
+    credited = [answers[0], answers[1].credited == ("ch-7",)]
+    assert sorted(credited) == [False, True]
+    assert (await figures(b))[0] == 220

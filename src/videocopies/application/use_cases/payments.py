@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import attrs
 
-from videocopies.application.errors import NotFound, ProviderUnavailable, RefundRefused
+from videocopies.application.errors import Conflict, NotFound, ProviderUnavailable, RefundRefused
 from videocopies.application.ports import Clock, OutboxMessage, PaymentProvider
 from videocopies.application.use_cases._common import UowFactory, load_account
 from videocopies.domain.payments import (
@@ -39,6 +39,14 @@ class CreditPayment:
         self._uow, self._clock, self._valid_for = uow, clock, valid_for
 
     async def __call__(self, cmd: CreditPaymentCommand) -> bool:
+        try:
+            return await self._credit(cmd)
+        except Conflict:
+            # The notification and reconciliation credited the same charge at the same moment:
+            # the other one won, and this one now finds the payment (and checks its terms).
+            return await self._credit(cmd)
+
+    async def _credit(self, cmd: CreditPaymentCommand) -> bool:
         now = self._clock.now()
         payment = Payment(cmd.external_id, cmd.user_id, cmd.coins, cmd.paid_amount, cmd.currency, now)
         async with self._uow() as uow:
