@@ -164,7 +164,8 @@ VALUES (%(external_id)s, %(user_id)s, %(coins)s, %(paid_amount)s, %(currency)s, 
 SELECT * FROM payments ORDER BY received_at, external_id;
 
 -- get_refund --
-SELECT * FROM refunds WHERE external_id = %(external_id)s;
+-- Locked: the operator's refund and reconciliation may record the provider's answer at once.
+SELECT * FROM refunds WHERE external_id = %(external_id)s FOR UPDATE;
 
 -- list_refunds --
 SELECT * FROM refunds ORDER BY requested_at, external_id;
