@@ -64,7 +64,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
                   "t.me/<bot>?start=ref_{user_id} gets {amount} coins, and so do you.",
         "help": "Send a video (up to {max_mb} MB and {max_s} seconds), choose how many copies, confirm the price. "
                 "Each copy arrives as soon as it is ready; cancel at any time and pay only for what you got.\n"
-                "/balance — your coins\n/history — your orders",
+                "/balance — your coins\n/history — your orders\n/buy — buy coins\n/invite — invite friends",
         "choose_copies": "How many copies of this video?",
         "copies_button": "{n} × {price} coins",
         "quote": "{copies} copies at {per_copy} coins each: {total} coins.\nThe price holds until {expires}.",
@@ -124,7 +124,8 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
                   "t.me/<bot>?start=ref_{user_id}, получит {amount} монет, и вы тоже.",
         "help": "Пришлите видео (до {max_mb} МБ и {max_s} секунд), выберите число копий, подтвердите цену. "
                 "Каждая копия приходит, как только готова; отменить можно в любой момент — "
-                "оплачиваются только полученные копии.\n/balance — ваши монеты\n/history — ваши заказы",
+                "оплачиваются только полученные копии.\n/balance — ваши монеты\n/history — ваши заказы\n"
+                "/buy — купить монеты\n/invite — пригласить друзей",
         "choose_copies": "Сколько копий сделать?",
         "copies_button": "{n} × {price} монет",
         "quote": "{copies} копий по {per_copy} монет: всего {total} монет.\nЦена действует до {expires}.",
