@@ -90,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     deploy_core.add_argument("--min-free-mb", type=float, default=256.0,
                              help="refuse when less memory is free (at least 1.5x the old core's)")
     deploy_core.add_argument("--log", type=Path, help="the new core's log file")
+    payments = commands.add_parser("payments", help="reconcile with the payment provider, refund a purchase")
+    payments_actions = payments.add_subparsers(dest="action", required=True)
+    payments_actions.add_parser("reconcile", help="credit missed payments, finish pending refunds, print the report")
+    refund = payments_actions.add_parser("refund", help="refund a purchase whose coins are all unspent")
+    refund.add_argument("charge_id", help="telegram_payment_charge_id")
+    refund.add_argument("--reason", default="refunded by an operator", help="recorded with the refund")
     commands.add_parser("worker", help="run a worker (renders copies)")
     commands.add_parser("edge", help="run the Telegram edge (updates in, messages out)")
     copies = commands.add_parser("copies", help="make copies of a video locally")
@@ -135,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         from videocopies.roles.deploy import main as deploy
 
         return deploy(dict(os.environ), args.old_url, args.port, args.min_free_mb, args.log)
+    if args.command == "payments":
+        from videocopies.roles.payments import main as payments_main
+
+        return payments_main(_database_url(args), args)
     if args.command == "nodes":
         from videocopies.roles.nodes import main as nodes
 

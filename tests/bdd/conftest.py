@@ -18,10 +18,17 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from videocopies.application import use_cases as uc
-from videocopies.application.errors import NotFound
-from videocopies.domain.coins import InsufficientCoins, LotKind
+from videocopies.application.errors import NotFound, ProviderUnavailable, RefundRefused
+from videocopies.domain.coins import (
+    AlreadyReferred,
+    InsufficientCoins,
+    LotKind,
+    LotNotRefundable,
+    ReferralLoop,
+    SelfReferral,
+)
 from videocopies.domain.jobs import LeaseLost
-from videocopies.domain.payments import PaymentMismatch
+from videocopies.domain.payments import AlreadyRefunded, PaymentMismatch
 from videocopies.domain.pricing import (
     PricingPolicy,
     Quote,
@@ -285,6 +292,13 @@ REASONS: dict[str, type[Exception]] = {
     "it no longer holds the job": LeaseLost,
     "the receipt was given for another report": ReceiptConflict,
     "it does not match the payment already recorded": PaymentMismatch,
+    "none of its coins may have been used": LotNotRefundable,
+    "it was already refunded": AlreadyRefunded,
+    "the provider could not be reached": ProviderUnavailable,
+    "the provider refused it": RefundRefused,
+    "a user cannot invite themselves": SelfReferral,
+    "the user was already invited": AlreadyReferred,
+    "the invitations would go in a circle": ReferralLoop,
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -11,6 +12,7 @@ import attrs
 from dependency_injector import providers
 
 from videocopies.application import use_cases as uc
+from videocopies.application.bot.events import BotUser, InboxEvent
 from videocopies.application.errors import ApplicationError
 from videocopies.domain.coins import Balance, CoinAccount
 from videocopies.domain.jobs import CopyArtifact, Job
@@ -40,6 +42,9 @@ class Shop:
     outcome: Any = None
     unchecked: Exception | None = None
     failed: bool = False
+    people: dict[str, UserId] = attrs.Factory(lambda: {"the user": USER})
+    updates: Any = attrs.Factory(lambda: itertools.count(1))
+    invoice: dict[str, Any] | None = None
 
     @property
     def service(self) -> InMemoryService:
@@ -73,6 +78,28 @@ class Shop:
         refused, self.unchecked = self.unchecked, None
         assert isinstance(refused, kind), f"expected a refusal ({kind}), got {self.outcome!r}"
         return refused
+
+    def person(self, name: str) -> UserId:
+        return self.people.setdefault(name, UserId(2000 + len(self.people)))
+
+    def tell_bot(self, user_id: UserId, kind: str, **fields: Any) -> None:
+        """What edge does with a Telegram update: store it in the inbox; then core handles it."""
+        event = InboxEvent(next(self.updates), BotUser(user_id, "en"), kind, **fields)
+
+        async def deliver() -> None:
+            await self.service.gateways.inbox().add([event], self.clock.now())
+            processor = self.service.bot.inbox_processor()
+            while await processor.turn():
+                pass
+
+        self.run(deliver())
+
+    def told(self, screen: str, user_id: UserId = USER) -> list[dict[str, Any]]:
+        """What the user was told on that screen, oldest first."""
+        return [
+            m.payload for _, m in sorted(self.store.outbox.items())
+            if m.user_id == user_id and m.kind == "screen" and m.payload["screen"] == screen
+        ]
 
     def account(self, user_id: UserId = USER) -> CoinAccount:
         return self.store.accounts[user_id]
@@ -140,3 +167,14 @@ def override_pricing(shop: Shop, policy: PricingPolicy) -> None:
     shop.service.settings.override(providers.Object(shop.settings))
     shop.cases.quote_order.reset()
     shop.cases.confirm_order.reset()
+
+
+def override_settings(shop: Shop, **changes: Any) -> None:
+    """The operator changes the configuration; everything built from it is built again."""
+    shop.settings = attrs.evolve(shop.settings, **changes)
+    shop.service.settings.override(providers.Object(shop.settings))
+    shop.service.bot.conversation.reset()
+    shop.service.bot.inbox_processor.reset()
+    shop.service.bot.bot_settings.reset()
+    for case in ("reconcile_payments", "reward_referral", "credit_payment"):
+        getattr(shop.cases, case).reset()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import attrs
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from videocopies.application import use_cases as uc
@@ -75,3 +76,75 @@ def lot_available(shop: Shop, name: str, available: int) -> None:
 def lot_keeps_expiry(shop: Shop, name: str, time: str) -> None:
     lot = shop.account().lot(LotId(name))
     assert lot.expires_at == lot.granted_at + duration(time)
+
+
+# --- gifts: start, referral, manual ----------------------------------------------------------
+
+
+@given("coins live:")
+def coins_live(shop: Shop, datatable: list[list[str]]) -> None:
+    assert shop.built is None, "the configuration is set before anything happens"
+    _header, *rows = datatable
+    validity = {LotKind(kind): None if days == "never" else timedelta(days=int(days)) for kind, days in rows}
+    shop.settings = attrs.evolve(shop.settings, grants=attrs.evolve(shop.settings.grants, validity=validity))
+
+
+@given("the user has started the bot")
+@when("the user starts the bot")
+@when("the user starts the bot again")
+def user_starts(shop: Shop) -> None:
+    shop.tell_bot(USER, "text", text="/start")
+
+
+@given(parsers.parse('"{name}" has started the bot'))
+def person_started(shop: Shop, name: str) -> None:
+    shop.tell_bot(shop.person(name), "text", text="/start")
+
+
+@given(parsers.parse('"{name}" has started the bot through the invite link of "{inviter}"'))
+@when(parsers.parse('"{name}" starts the bot through the invite link of "{inviter}"'))
+@when(parsers.parse('"{name}" starts the bot through the invite link of "{inviter}" again'))
+def started_invited(shop: Shop, name: str, inviter: str) -> None:
+    shop.tell_bot(shop.person(name), "text", text=f"/start ref_{shop.person(inviter)}")
+
+
+@when(parsers.parse('"{inviter}" is rewarded for inviting "{invitee}"'))
+def rewarded(shop: Shop, inviter: str, invitee: str) -> None:
+    shop.attempt(shop.cases.reward_referral()(shop.person(invitee), shop.person(inviter)))
+
+
+@then(parsers.parse('"{name}" has {amount:d} coins available'))
+def person_has(shop: Shop, name: str, amount: int) -> None:
+    assert shop.store.accounts[shop.person(name)].balance(shop.clock.now()).available == amount
+
+
+@when(parsers.parse('operator "{node}" grants the user {amount:d} coins because "{reason}"'))
+def operator_grants(shop: Shop, node: str, amount: int, reason: str) -> None:
+    valid_for = shop.settings.grants.valid_for(LotKind.MANUAL)
+    command = uc.GrantCoinsCommand(USER, LotKind.MANUAL, amount, valid_for, LotId("manual:1"), node, reason)
+    shop.attempt(shop.cases.grant_coins()(command))
+
+
+@then(parsers.parse('the grant is recorded as given by "{node}" because "{reason}"'))
+def grant_recorded(shop: Shop, node: str, reason: str) -> None:
+    (record,) = shop.store.grants.values()
+    lot = shop.account().lot(record.lot_id)
+    assert (record.granted_by, record.reason, record.kind) == (node, reason, LotKind.MANUAL)
+    assert lot.expires_at == lot.granted_at + timedelta(days=90)
+
+
+@then(parsers.parse("the user is told they were given {amount:d} coins"))
+def told_given(shop: Shop, amount: int) -> None:
+    assert [m["amount"] for m in shop.told("coins_granted")] == [amount]
+
+
+@given(parsers.parse("the user holds {amount:d} coins of kind {kind}"))
+def holds_kind(shop: Shop, amount: int, kind: str) -> None:
+    lot_kind = LotKind(kind)
+    command = uc.GrantCoinsCommand(USER, lot_kind, amount, shop.settings.grants.valid_for(lot_kind))
+    shop.run(shop.cases.grant_coins()(command))
+
+
+@then(parsers.parse("the user is told {amount:d} coins expired"))
+def told_expired(shop: Shop, amount: int) -> None:
+    assert sum(m["amount"] for m in shop.told("coins_expired")) == amount

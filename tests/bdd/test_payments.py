@@ -7,10 +7,14 @@ from collections.abc import Awaitable
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from videocopies.application import use_cases as uc
+from videocopies.application.bot.events import PaidInvoice
+from videocopies.application.bot.screens import render
 from videocopies.domain.coins import LotKind
-from videocopies.domain.payments import ProviderTransaction
+from videocopies.domain.payments import CoinPackage, OfferWithdrawn, PackageCatalog, ProviderTransaction
 
-from .shop import USER, Shop
+from .shop import USER, Shop, checks_refusal, override_settings
+
+PACKAGES = {50: 100, 100: 220, 250: 600}
 
 scenarios("payments")
 
@@ -75,3 +79,136 @@ def nothing_credited(shop: Shop) -> None:
 @then(parsers.parse('charge "{charge}" is reported as matching no coin package'))
 def no_package(shop: Shop, charge: str) -> None:
     assert shop.outcome.uncreditable == (charge,)
+
+
+# --- buying through the bot ----------------------------------------------------------------
+
+
+@given("the user has started the bot")
+def started(shop: Shop) -> None:
+    shop.tell_bot(USER, "text", text="/start")
+
+
+@given(parsers.parse("the user asked to buy the package of {stars:d} Stars"))
+@when(parsers.parse("the user asks to buy the package of {stars:d} Stars"))
+def asks_to_buy(shop: Shop, stars: int) -> None:
+    shop.tell_bot(USER, "text", text="/buy")
+    (packages,) = shop.told("packages")[-1:]
+    assert [stars, PACKAGES[stars]] in packages["packages"]
+    shop.tell_bot(USER, "button", data=f"b:{stars}")
+    (shop.invoice,) = [m.payload for m in shop.store.outbox.values() if m.kind == "invoice"][-1:]
+
+
+@then(parsers.parse("the user gets an invoice of {stars:d} Stars for {coins:d} coins"))
+def gets_invoice(shop: Shop, stars: int, coins: int) -> None:
+    screen = render("invoice", shop.invoice, "en")
+    assert screen.invoice is not None
+    assert (screen.invoice.stars, screen.invoice.title) == (stars, f"{coins} coins")
+
+
+@when("Telegram asks whether that invoice may still be paid")
+def pre_checkout(shop: Shop) -> None:
+    invoice = shop.invoice
+    shop.attempt(_check(shop, invoice["offer"], invoice["stars"]))
+
+
+async def _check(shop: Shop, offer: str, stars: int) -> CoinPackage:
+    return shop.settings.packages.check(offer, "XTR", stars)
+
+
+@then("the payment is allowed")
+def allowed(shop: Shop) -> None:
+    assert isinstance(shop.outcome, CoinPackage)
+
+
+@then("the payment is declined because the offer has changed")
+@checks_refusal
+def declined(shop: Shop) -> None:
+    shop.refusal(OfferWithdrawn)
+
+
+@given(parsers.parse("the coin packages change to: {stars:d} Stars buy {coins:d} coins"))
+@when(parsers.parse("the coin packages change to: {stars:d} Stars buy {coins:d} coins"))
+def packages_change(shop: Shop, stars: int, coins: int) -> None:
+    override_settings(shop, packages=PackageCatalog.of([CoinPackage(stars, coins)]))
+
+
+def _settles(shop: Shop, charge: str) -> None:
+    invoice = shop.invoice
+    if not any(tx.external_id == charge for tx in shop.service.gateways.payment_provider().settled):
+        shop.service.gateways.payment_provider().settled.append(
+            ProviderTransaction(charge, USER, invoice["stars"], "XTR", invoice["offer"])
+        )
+
+
+@when(parsers.parse('Telegram tells us the user paid that invoice with charge "{charge}"'))
+def told_paid(shop: Shop, charge: str) -> None:
+    _settles(shop, charge)
+    invoice = shop.invoice
+    shop.tell_bot(USER, "payment", payment=PaidInvoice(charge, invoice["stars"], "XTR", invoice["offer"]))
+
+
+@given(parsers.parse('the user paid that invoice with charge "{charge}", but Telegram\'s notification was lost'))
+def paid_unnotified(shop: Shop, charge: str) -> None:
+    _settles(shop, charge)
+
+
+@then(parsers.parse("the user is told {coins:d} coins were added"))
+def told_added(shop: Shop, coins: int) -> None:
+    assert shop.told("coins_credited")[-1]["coins"] == coins
+
+
+@then(parsers.parse("the user is told once that {coins:d} coins were added"))
+def told_once(shop: Shop, coins: int) -> None:
+    assert [m["coins"] for m in shop.told("coins_credited")] == [coins]
+
+
+# --- refunds ---------------------------------------------------------------------------------
+
+
+@given(parsers.parse('an operator has refunded charge "{charge}"'))
+def has_refunded(shop: Shop, charge: str) -> None:
+    shop.run(shop.cases.refund_payment()(uc.RefundPaymentCommand(charge, "control-1", "asked")))
+
+
+@when(parsers.parse('an operator refunds charge "{charge}" because "{reason}"'))
+def refunds(shop: Shop, charge: str, reason: str) -> None:
+    shop.attempt(shop.cases.refund_payment()(uc.RefundPaymentCommand(charge, "control-1", reason)))
+
+
+@then(parsers.parse('the refund of charge "{charge}" is {state}'))
+def refund_state(shop: Shop, charge: str, state: str) -> None:
+    assert shop.store.refunds[charge].state.value == state
+
+
+@then(parsers.parse('Telegram has paid charge "{charge}" back'))
+def paid_back(shop: Shop, charge: str) -> None:
+    provider = shop.service.gateways.payment_provider()
+    assert [tx.external_id for tx in provider.settled if tx.refund] == [charge]
+
+
+@then(parsers.parse("{coins:d} coins of the user are recorded as refunded"))
+def recorded_refunded(shop: Shop, coins: int) -> None:
+    assert shop.balance().refunded == coins
+
+
+@then("the user is told the purchase was refunded")
+def told_refunded(shop: Shop) -> None:
+    (told,) = shop.told("refunded")
+    assert (told["coins"], told["stars"]) == (100, 50)
+
+
+@given("Telegram cannot be reached")
+def unreachable(shop: Shop) -> None:
+    shop.service.gateways.payment_provider().unreachable = True
+
+
+@when("Telegram can be reached again")
+def reachable(shop: Shop) -> None:
+    shop.service.gateways.payment_provider().unreachable = False
+
+
+@given(parsers.parse('Telegram has lost its record of charge "{charge}"'))
+def provider_forgot(shop: Shop, charge: str) -> None:
+    provider = shop.service.gateways.payment_provider()
+    provider.settled[:] = [tx for tx in provider.settled if tx.external_id != charge]

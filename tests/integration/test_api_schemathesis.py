@@ -16,18 +16,24 @@ from videocopies.roles.launch import CoreProcess, issue_token
 
 
 @pytest.fixture
-def core_api(pg_server: LocalPostgres, database: str, pgbouncer: LocalPgBouncer) -> Iterator[tuple[str, str]]:
+def core_api(pg_server: LocalPostgres, database: str, pgbouncer: LocalPgBouncer) -> Iterator[tuple[str, str, str]]:
     with CoreProcess(pgbouncer.url(database), listen_url=pg_server.url(database)) as core:
-        yield core.url, issue_token(pg_server.url(database), "fuzz-worker")
+        direct = pg_server.url(database)
+        yield core.url, issue_token(direct, "fuzz-worker"), issue_token(direct, "fuzz-control", "control")
 
 
-def test_no_request_gets_a_server_error(core_api: tuple[str, str]) -> None:
-    url, token = core_api
+def test_no_request_gets_a_server_error(core_api: tuple[str, str, str]) -> None:
+    url, worker, control = core_api
     schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 10
+    # Every operation with a worker's token; the operator's ones with a control node's too.
+    calls = [(operation, worker) for operation in operations] + [
+        (operation, control) for operation in operations if operation.path.startswith("/v1/control/")
+    ]
 
-    for operation in operations:
+    for operation, token in calls:
+        headers = {"Authorization": f"Bearer {token}"}
 
         @given(case=operation.as_strategy())
         @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -35,7 +41,7 @@ def test_no_request_gets_a_server_error(core_api: tuple[str, str]) -> None:
             if isinstance(case.body, dict) and isinstance(case.body.get("wait_s"), int | float):
                 case.body["wait_s"] = min(case.body["wait_s"], 0.05)  # an empty queue would hold every claim
             case.call_and_validate(
-                base_url=url, headers={"Authorization": f"Bearer {token}"}, checks=[not_a_server_error], timeout=10
+                base_url=url, headers=headers, checks=[not_a_server_error], timeout=10  # noqa: B023 - called at once
             )
 
         no_server_error()

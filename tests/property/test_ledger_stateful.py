@@ -47,7 +47,7 @@ KINDS = st.sampled_from(list(LotKind))
 EXPIRY = st.one_of(st.none(), st.sampled_from([0, 1, 30, 3_600]), st.integers(1, 10 * DAY))
 ADVANCE = st.sampled_from([1, 29, 31, 60, 600, 3_600, DAY, 3 * DAY])
 DEBIT_KEYS = st.sampled_from([f"copy:{i}" for i in range(5)])
-PACKAGES = {50: 100, 100: 220, 250: 600}  # stars -> coins, as in UseCases.coin_packages
+PACKAGES = {50: 100, 100: 220, 250: 600}  # stars -> coins, as in the default Settings.packages
 
 
 # --- checks shared by both machines -------------------------------------------------------
@@ -82,12 +82,16 @@ def check_ledger(account: CoinAccount, now: datetime) -> None:
     balance = account.balance(now)
     assert balance.balanced, balance
     held = held_per_lot(account)
-    granted = available = debited = expired = 0
+    granted = available = debited = expired = refunded = 0
     for lot in account.lots:
-        assert min(lot.available, lot.debited, lot.expired) >= 0, lot
-        assert lot.amount == lot.available + held[lot.lot_id] + lot.debited + lot.expired, (lot, held[lot.lot_id])
+        assert min(lot.available, lot.debited, lot.expired, lot.refunded) >= 0, lot
+        assert lot.amount == lot.available + held[lot.lot_id] + lot.debited + lot.expired + lot.refunded, (
+            lot, held[lot.lot_id],
+        )
+        assert lot.refunded in (0, lot.amount), lot  # a lot is refunded whole or not at all
         granted += lot.amount
         debited += lot.debited
+        refunded += lot.refunded
         if lot.is_expired(now):
             expired += lot.expired + lot.available
         else:
@@ -101,10 +105,10 @@ def check_ledger(account: CoinAccount, now: datetime) -> None:
         assert reservation.held == reservation.amount - reservation.debited - reservation.released, reservation
         assert reservation.open or reservation.held == 0, reservation
         reserved += reservation.held
-    assert (balance.granted, balance.available, balance.reserved, balance.debited, balance.expired) == (
-        granted, available, reserved, debited, expired,
-    )
-    assert granted == available + reserved + debited + expired
+    assert (
+        balance.granted, balance.available, balance.reserved, balance.debited, balance.expired, balance.refunded,
+    ) == (granted, available, reserved, debited, expired, refunded)
+    assert granted == available + reserved + debited + expired + refunded
 
 
 class ExpiredStaysExpired:

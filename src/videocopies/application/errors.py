@@ -45,3 +45,23 @@ class UnusableMedia(ApplicationError):
 
     reason: str
     permanent: ClassVar[bool] = True
+
+
+@attrs.define
+class ProviderUnavailable(ApplicationError):
+    """The payment provider could not be reached or gave no clear answer; try again later."""
+
+    reason: str
+
+
+@attrs.define
+class ProviderNotConfigured(ProviderUnavailable):
+    """This process was given no way to reach the payment provider."""
+
+
+@attrs.define
+class RefundRefused(ApplicationError):
+    """The payment provider refused a refund for good (unknown charge, wrong user, ...)."""
+
+    external_id: str
+    reason: str

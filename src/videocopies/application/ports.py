@@ -10,11 +10,11 @@ from typing import Any, Protocol
 
 import attrs
 
-from videocopies.domain.coins import CoinAccount
+from videocopies.domain.coins import CoinAccount, LotKind, Referral
 from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.jobs import Job
 from videocopies.domain.orders import Order
-from videocopies.domain.payments import Payment, ProviderTransaction
+from videocopies.domain.payments import Payment, ProviderTransaction, Refund
 from videocopies.domain.receipts import Receipt
 from videocopies.domain.shared import JobId, LotId, OrderId, OwnerToken, UserId, WorkerId
 
@@ -54,6 +54,19 @@ class OutboxMessage:
     dedup_key: str
 
 
+@attrs.frozen
+class GrantRecord:
+    """Who gave a lot of coins (a node, a rule) and why, kept beside the lot."""
+
+    lot_id: LotId
+    user_id: UserId
+    kind: LotKind
+    amount: int
+    granted_by: str
+    reason: str
+    at: datetime
+
+
 class CoinAccountRepository(Protocol):
     async def get(self, user_id: UserId) -> CoinAccount | None: ...
     async def add(self, account: CoinAccount) -> None: ...
@@ -87,6 +100,24 @@ class PaymentRepository(Protocol):
     async def list(self) -> Sequence[Payment]: ...
 
 
+class RefundRepository(Protocol):
+    async def get(self, external_id: str) -> Refund | None: ...
+    async def save(self, refund: Refund) -> None:
+        """Insert, or replace the refund of the same external id."""
+        ...
+    async def list(self) -> Sequence[Refund]: ...
+
+
+class ReferralRepository(Protocol):
+    async def inviter_of(self, user_id: UserId) -> UserId | None: ...
+    async def add(self, referral: Referral) -> None: ...
+
+
+class GrantLog(Protocol):
+    async def add(self, record: GrantRecord) -> None: ...
+    async def get(self, lot_id: LotId) -> GrantRecord | None: ...
+
+
 class RefusedWriteLog(Protocol):
     async def add(self, refusal: RefusedWrite) -> None: ...
     async def count(self) -> int: ...
@@ -113,6 +144,9 @@ class UnitOfWork(Protocol):
     jobs: JobRepository
     receipts: ReceiptRepository
     payments: PaymentRepository
+    refunds: RefundRepository
+    referrals: ReferralRepository
+    grants: GrantLog
     refusals: RefusedWriteLog
     outbox: Outbox
     capacity: CapacitySlots
@@ -140,9 +174,13 @@ class Notifier(Protocol):
 
 
 class PaymentProvider(Protocol):
-    """The payment provider's own list of settled transactions."""
+    """The payment provider: its own list of settled transactions, and refunds."""
 
     def transactions(self) -> AsyncIterator[ProviderTransaction]: ...
+    async def refund(self, user_id: UserId, external_id: str) -> None:
+        """Pay a charge back to its user; a charge already refunded counts as done. Raises
+        RefundRefused when the provider will never do it, ProviderUnavailable when unsure."""
+        ...
 
 
 class ObjectStore(Protocol):

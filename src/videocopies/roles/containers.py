@@ -18,9 +18,12 @@ from videocopies.adapters.postgres.notifier import PostgresNotifier
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from videocopies.adapters.system import RandomIds, SystemClock
+from videocopies.adapters.telegram.payments import UnconfiguredPaymentProvider
 from videocopies.application import use_cases as uc
 from videocopies.application.bot.conversation import BotSettings, Conversation
 from videocopies.application.bot.inbox import InboxProcessor
+from videocopies.domain.coins import LotKind
+from videocopies.settings import Settings
 
 
 class MemoryGateways(containers.DeclarativeContainer):
@@ -73,22 +76,21 @@ class PostgresGateways(containers.DeclarativeContainer):
     ids = providers.Singleton(RandomIds)
     # LISTEN needs a direct connection even when the pool goes through PgBouncer.
     notifier = providers.Singleton(_notifier, config=config)
-    payment_provider = providers.Dependency()  # the real provider arrives with the payments work
+    # Core sets the Telegram provider when it has a bot token; without one, refunds and
+    # reconciliation say plainly that no provider is configured.
+    payment_provider = providers.Singleton(UnconfiguredPaymentProvider)
     inbox = providers.Singleton(PostgresInbox, pool=pool)
     bot_users = providers.Singleton(PostgresBotUsers, pool=pool)
 
 
-def _coins_for_packages(packages: dict[int, int]):  # type: ignore[no-untyped-def]
-    def coins_for(paid_amount: int, currency: str) -> int | None:
-        return packages.get(paid_amount) if currency == "XTR" else None
-
-    return coins_for
+def _bot_settings(settings: Settings) -> BotSettings:
+    rules = settings.grants
+    return BotSettings(start_bonus=rules.start_bonus, start_bonus_valid_for=rules.valid_for(LotKind.START))
 
 
 class UseCases(containers.DeclarativeContainer):
     gateways = providers.DependenciesContainer()
     settings = providers.Dependency()
-    coin_packages = providers.Object({50: 100, 100: 220, 250: 600})  # stars -> coins
 
     grant_coins = providers.Singleton(uc.GrantCoins, uow=gateways.uow.provider, clock=gateways.clock, ids=gateways.ids)
     expire_coins = providers.Singleton(uc.ExpireCoins, uow=gateways.uow.provider, clock=gateways.clock)
@@ -137,12 +139,19 @@ class UseCases(containers.DeclarativeContainer):
         uc.CreditPayment, uow=gateways.uow.provider, clock=gateways.clock,
         valid_for=settings.provided.purchase_valid_for,
     )
+    refund_payment = providers.Singleton(
+        uc.RefundPayment, uow=gateways.uow.provider, clock=gateways.clock, provider=gateways.payment_provider
+    )
     reconcile_payments = providers.Singleton(
         uc.ReconcilePayments,
         uow=gateways.uow.provider,
         provider=gateways.payment_provider,
         credit=credit_payment,
-        coins_for=providers.Callable(_coins_for_packages, coin_packages),
+        coins_for=settings.provided.packages.coins_for,
+        refunds=refund_payment,
+    )
+    reward_referral = providers.Singleton(
+        uc.RewardReferral, uow=gateways.uow.provider, clock=gateways.clock, rules=settings.provided.grants
     )
 
 
@@ -152,7 +161,7 @@ class Bot(containers.DeclarativeContainer):
     gateways = providers.DependenciesContainer()
     use_cases = providers.DependenciesContainer()
     settings = providers.Dependency()
-    bot_settings = providers.Object(BotSettings())
+    bot_settings = providers.Singleton(_bot_settings, settings)
 
     conversation = providers.Singleton(
         Conversation,
@@ -166,6 +175,9 @@ class Bot(containers.DeclarativeContainer):
         confirm_order=use_cases.confirm_order,
         cancel_order=use_cases.cancel_order,
         settings=bot_settings,
+        credit_payment=use_cases.credit_payment,
+        reward_referral=use_cases.reward_referral,
+        packages=settings.provided.packages,
     )
     inbox_processor = providers.Singleton(
         InboxProcessor, inbox=gateways.inbox, conversation=conversation, clock=gateways.clock

@@ -25,6 +25,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from videocopies.adapters.http.api import JobApiServices, Relocation, create_app
+from videocopies.adapters.http.control_api import ControlApiServices
 from videocopies.adapters.http.edge_api import EdgeApiServices, OutboxNews
 from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.postgres import migrate
@@ -75,23 +76,46 @@ async def sweep(
     container: PostgresService, stop: asyncio.Event, lease_sweep_s: float = 1.0, peek: PostgresQueuePeek | None = None,
     leases_expired: Callable[[int], None] = lambda count: None,
 ) -> None:
-    """Leases that ran out go back to the queue; expired coin lots close. With `peek`, the
-    sweep glances first and opens a transaction only when some lease has run out."""
+    """Leases that ran out go back to the queue; expired coin lots close (every
+    `expiry_sweep_every` of the settings). With `peek`, the sweep glances first and opens a
+    transaction only when some lease has run out."""
     expire_leases = container.use_cases.expire_leases()
     expire_coins = container.use_cases.expire_coins()
+    expiry_every = max(1, round(container.settings().expiry_sweep_every.total_seconds() / lease_sweep_s))
     ticks = 0
     while not stop.is_set():
         try:
             if (peek is None or await peek.lapsed()) and (expired := await expire_leases()):
                 log.info("took back %d expired leases", expired)
                 leases_expired(expired)
-            if ticks % 60 == 0:
-                await expire_coins()
+            if ticks % expiry_every == 0 and (coins := await expire_coins()):
+                log.info("expired %d coins", coins)
         except Exception as error:  # noqa: BLE001 - a database restart must not stop the sweeps
             log.warning("sweep failed: %r", error)
         ticks += 1
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), lease_sweep_s)
+
+
+async def reconcile_payments(container: PostgresService, stop: asyncio.Event, queued: Any = None) -> None:
+    """Reconciliation with the payment provider, every `reconcile_every` of the settings:
+    payments whose notification was lost are credited, refunds left pending finished."""
+    reconcile = container.use_cases.reconcile_payments()
+    every = container.settings().reconcile_every.total_seconds()
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every)
+        if stop.is_set():
+            return
+        try:
+            result = await reconcile()
+        except Exception as error:  # noqa: BLE001 - the provider or the database may be away
+            log.warning("reconciliation failed: %r", error)
+            continue
+        if queued is not None:
+            queued()
+        if not result.report.clean:
+            log.info("reconciliation: %s", "; ".join(result.lines()))
 
 
 async def run(container: PostgresService, stop: asyncio.Event, lease_sweep_s: float = 1.0) -> None:
@@ -119,8 +143,12 @@ class Core:
         lease_sweep_s: float = 10.0,
         claim_concurrency: int = 2,
         inbox_workers: int = 4,
+        payment_bot: Any = None,
     ) -> None:
+        """`payment_bot`: the aiogram Bot behind the payment provider, scheduled for
+        reconciliation and closed on stop (None: no provider, nothing scheduled)."""
         self.container, self.schema, self._lease_sweep_s = container, schema, lease_sweep_s
+        self._payment_bot = payment_bot
         gateways = container.gateways
         self.pool, self.lease_pool, self.notifier = gateways.pool(), gateways.lease_pool(), gateways.notifier()
         self.registry = PostgresNodeRegistry(self.pool)
@@ -146,8 +174,13 @@ class Core:
             inbox=gateways.inbox(), inbox_added=self._inbox_added, outbox=self.outbox, news=self.outbox_news,
             languages=gateways.bot_users().languages, record_delivery=cases.record_delivery(),
             give_up_delivery=cases.give_up_delivery(), store=store,
-            clock=gateways.clock(), metrics=self.metrics,
+            clock=gateways.clock(), metrics=self.metrics, packages=container.settings().packages,
             hold_duty=HoldDuty(PostgresDutyLeases(self.pool), gateways.clock(), container.settings().duty_ttl),
+        )
+        self.control = ControlApiServices(
+            grant_coins=cases.grant_coins(), refund_payment=cases.refund_payment(),
+            reconcile_payments=cases.reconcile_payments(), rules=container.settings().grants,
+            queued=self.outbox_news.queued,
         )
         self.services = JobApiServices(
             authenticator=self.authenticator, waiters=self.waiters,
@@ -160,7 +193,8 @@ class Core:
         self._stop = asyncio.Event()
         self._sweeps: asyncio.Task[None] | None = None
         self._inbox: asyncio.Task[None] | None = None
-        self.app: FastAPI = create_app(self.services, self.edge)
+        self._payments: asyncio.Task[None] | None = None
+        self.app: FastAPI = create_app(self.services, self.edge, self.control)
         self.app.router.lifespan_context = self._lifespan
         self.app.add_exception_handler(psycopg.OperationalError, database_unavailable)
 
@@ -179,6 +213,10 @@ class Core:
                 self._stop, self._inbox_wait, self._inbox_workers, safety_poll_s=10.0, peek=self.peek.inbox_waiting
             )
         )
+        if self._payment_bot is not None:
+            self._payments = asyncio.create_task(
+                reconcile_payments(self.container, self._stop, self.outbox_news.queued)
+            )
 
     def release_claims(self) -> None:
         """Shutting down: parked claims are answered empty now, not after their wait."""
@@ -188,9 +226,11 @@ class Core:
     async def stop(self) -> None:
         self._stop.set()
         await self.waiters.stop()
-        for task in (self._sweeps, self._inbox):
+        for task in (self._sweeps, self._inbox, self._payments):
             if task is not None:
                 await task
+        if self._payment_bot is not None:
+            await self._payment_bot.session.close()
         await self.authenticator.stop()
         await self.notifier.stop()
         if self.lease_pool is not self.pool:
@@ -297,7 +337,10 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
         return 2
     # Lapsed leases are found within a third of their length (and at least every 10 s).
     sweep_s = min(10.0, settings.lease_ttl.total_seconds() / 3)
-    core = Core(container, object_store_from_env(env), schema, lease_sweep_s=sweep_s)
+    from videocopies.roles.payments import attach_provider
+
+    bot = attach_provider(container, env)
+    core = Core(container, object_store_from_env(env), schema, lease_sweep_s=sweep_s, payment_bot=bot)
     host = host or env.get("VIDEOCOPIES_CORE_HOST", "127.0.0.1")
     port = port or int(env.get("VIDEOCOPIES_CORE_PORT", "8700"))
     log.info("core serving on %s:%d", host, port)

@@ -4,6 +4,7 @@ reconciliation credits what the provider settled but we never heard of."""
 import attrs
 import pytest
 
+from videocopies.adapters.memory import InMemoryUnitOfWork
 from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
 from videocopies.domain.payments import PaymentMismatch, ProviderTransaction
@@ -74,3 +75,23 @@ async def test_reconciliation_credits_what_we_missed_and_reports_what_the_provid
     assert again.credited == ()
     assert [tx.external_id for tx in again.report.missing] == ["charge-4"]
     assert shop.figures() == (420, 0, 0, 0)
+
+
+async def test_a_charge_credited_by_someone_else_meanwhile_credits_nothing_more(shop):
+    """The notification and reconciliation race for one charge: the loser finds the winner's
+    payment and does nothing, instead of failing."""
+    other = uc.CreditPayment(shop.store.uow_factory(), shop.clock, None)
+    raced: list[bool] = []
+
+    class Racing(InMemoryUnitOfWork):
+        async def commit(self) -> None:
+            if not raced:
+                raced.append(await other(BUY))  # commits first
+            await super().commit()
+
+    racing = uc.CreditPayment(lambda: Racing(shop.store), shop.clock, None)
+
+    assert await racing(BUY) is False
+    assert raced == [True]
+    assert shop.figures() == (100, 0, 0, 0)
+    assert [m.dedup_key for m in shop.outbox()] == ["paid:charge-1"]

@@ -193,8 +193,9 @@ class _Forbidden(Exception):
 _REFUSALS = {401: {"model": Problem}, 403: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}}
 
 
-def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
-    """`edge`: an EdgeApiServices, to serve edge's inbox and outbox too."""
+def create_app(services: JobApiServices, edge: Any = None, control: Any = None) -> FastAPI:
+    """`edge`: an EdgeApiServices, to serve edge's inbox and outbox too; `control`: a
+    ControlApiServices, for operators' grants, refunds and reconciliation."""
     started = time.monotonic()
     app = FastAPI(
         title="videocopies core",
@@ -388,6 +389,10 @@ def create_app(services: JobApiServices, edge: Any = None) -> FastAPI:
         from videocopies.adapters.http.edge_api import add_edge_routes
 
         add_edge_routes(app, edge, node_with)
+    if control is not None:
+        from videocopies.adapters.http.control_api import add_control_routes
+
+        add_control_routes(app, control, node_with)
     return app
 
 

@@ -21,14 +21,15 @@ from videocopies.adapters.http.api import IDENTIFIER, MAX_BYTES, NO_NUL, SignedU
 from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo, language_of
+from videocopies.application.bot.events import BotUser, InboxEvent, PaidInvoice, StoredVideo, language_of
 from videocopies.application.bot.inbox import Inbox
-from videocopies.application.bot.screens import render
+from videocopies.application.bot.screens import render, text
 from videocopies.application.duties import HoldDuty
 from videocopies.application.errors import NotFound
 from videocopies.application.nodes import Node
 from videocopies.application.ports import Clock, ObjectStore
 from videocopies.domain.duties import POLL_TELEGRAM
+from videocopies.domain.payments import DEFAULT_PACKAGES, OfferWithdrawn, PackageCatalog
 from videocopies.domain.shared import OrderId, UserId
 
 SOURCE_KEY = r"^sources/[0-9]+/[A-Za-z0-9._-]+$"
@@ -76,6 +77,7 @@ class EdgeApiServices:
     url_ttl: timedelta = timedelta(minutes=15)
     metrics: CoreMetrics = attrs.field(factory=CoreMetrics)
     hold_duty: HoldDuty | None = None  # None: this core grants no duties
+    packages: PackageCatalog = DEFAULT_PACKAGES
 
 
 class UserIn(BaseModel):
@@ -95,13 +97,35 @@ class VideoIn(_Body):
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
 
 
+class PaymentIn(_Body):
+    """Telegram's successful_payment, as edge received it."""
+
+    charge_id: str = Field(min_length=1, max_length=256, pattern=IDENTIFIER)
+    total_amount: int = Field(ge=1, le=10**9)
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+    invoice_payload: str = Field(max_length=128, pattern=NO_NUL)
+
+
 class EventIn(_Body):
     update_id: int = Field(ge=0, le=2**53)
     user: UserIn
-    kind: Literal["text", "video", "button"]
+    kind: Literal["text", "video", "button", "payment"]
     text: str | None = Field(None, max_length=4096, pattern=NO_NUL)
     data: str | None = Field(None, min_length=1, max_length=64, pattern=NO_NUL)
     video: VideoIn | None = None
+    payment: PaymentIn | None = None
+
+
+class PreCheckoutIn(_Body):
+    user: UserIn
+    currency: str = Field(max_length=8, pattern=r"^[A-Z]{3}$")
+    total_amount: int = Field(ge=1, le=10**9)
+    invoice_payload: str = Field(max_length=128, pattern=NO_NUL)
+
+
+class PreCheckoutOut(BaseModel):
+    ok: bool
+    error_message: str | None = None
 
 
 class InboxIn(_Body):
@@ -125,6 +149,14 @@ class VideoOut(BaseModel):
     url: str | None
 
 
+class InvoiceOut(BaseModel):
+    title: str
+    description: str
+    payload: str
+    label: str
+    stars: int
+
+
 class MessageOut(BaseModel):
     id: int
     chat_id: int
@@ -132,6 +164,7 @@ class MessageOut(BaseModel):
     text: str
     buttons: list[list[ButtonOut]]
     video: VideoOut | None
+    invoice: InvoiceOut | None = None
 
 
 class OutboxClaimIn(_Body):
@@ -185,13 +218,24 @@ def add_edge_routes(
             if e.video and e.video.source_key and not e.video.source_key.startswith(f"sources/{e.user.id}/"):
                 raise _Forbidden("a source is stored under its own user's prefix")
             video = StoredVideo(**e.video.model_dump()) if e.video else None
+            paid = PaidInvoice(**e.payment.model_dump()) if e.payment else None
             user = BotUser(UserId(e.user.id), language_of(e.user.language_code), e.user.first_name)
-            events.append(InboxEvent(e.update_id, user, e.kind, e.text, video, e.data))
+            events.append(InboxEvent(e.update_id, user, e.kind, e.text, video, e.data, payment=paid))
         stored = await services.inbox.add(events, services.clock.now())
         if stored:
             services.inbox_added()
             services.metrics.inbox_stored.inc(stored)
         return {"stored": stored}
+
+    @app.post("/v1/payments/pre-checkout", tags=["edge"])
+    async def pre_checkout(body: PreCheckoutIn, _node: Storer) -> PreCheckoutOut:
+        """Before Telegram charges the user: does the invoice's package still sell at that price?
+        Edge answers the pre-checkout query with this at once (Telegram allows 10 seconds)."""
+        try:
+            services.packages.check(body.invoice_payload, body.currency, body.total_amount)
+        except OfferWithdrawn:
+            return PreCheckoutOut(ok=False, error_message=text(language_of(body.user.language_code), "offer_withdrawn"))
+        return PreCheckoutOut(ok=True)
 
     @app.post("/v1/sources/upload-url", tags=["edge"])
     async def source_upload_url(body: SourceUploadIn, _node: Storer) -> SignedUrl:
@@ -220,8 +264,9 @@ def add_edge_routes(
                     url = await services.store.presigned_url(screen.video_key, services.url_ttl)
                 video = VideoOut(key=screen.video_key, url=url)
             buttons = [[ButtonOut(text=b.text, data=b.data) for b in row] for row in screen.buttons]
+            invoice = InvoiceOut(**attrs.asdict(screen.invoice)) if screen.invoice else None
             messages.append(MessageOut(id=m.message_id, chat_id=m.user_id, kind=m.kind, text=screen.text,
-                                       buttons=buttons, video=video))
+                                       buttons=buttons, video=video, invoice=invoice))
         return {"messages": messages}
 
     @app.post("/v1/outbox/{message_id}/sent", tags=["edge"])

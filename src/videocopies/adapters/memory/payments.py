@@ -1,16 +1,37 @@
-"""A payment provider's transaction list held in memory."""
+"""A payment provider held in memory: its transaction list, and refunds with the
+provider's own refusals."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+from videocopies.application.errors import ProviderUnavailable, RefundRefused
 from videocopies.domain.payments import ProviderTransaction
+from videocopies.domain.shared import UserId
 
 
 class InMemoryPaymentProvider:
     def __init__(self, transactions: list[ProviderTransaction] | None = None) -> None:
         self.settled: list[ProviderTransaction] = list(transactions or [])
+        self.unreachable = False  # refunds fail as a network error would, for tests
+        self.answers_lost = False  # refunds are made, but the answer never comes back
 
     async def transactions(self) -> AsyncIterator[ProviderTransaction]:
         for tx in list(self.settled):
             yield tx
+
+    async def refund(self, user_id: UserId, external_id: str) -> None:
+        if self.unreachable:
+            raise ProviderUnavailable("the provider did not answer")
+        charge = next((tx for tx in self.settled if tx.external_id == external_id and not tx.refund), None)
+        if charge is None:
+            raise RefundRefused(external_id, "CHARGE_ID_INVALID")
+        if charge.user_id != user_id:
+            raise RefundRefused(external_id, "USER_ID_INVALID")
+        if any(tx.refund and tx.external_id == external_id for tx in self.settled):
+            return  # already refunded: done, as Telegram's CHARGE_ALREADY_REFUNDED means
+        self.settled.append(
+            ProviderTransaction(external_id, user_id, charge.paid_amount, charge.currency, charge.payload, refund=True)
+        )
+        if self.answers_lost:
+            raise ProviderUnavailable("the refund was made, but its answer was lost")

@@ -11,13 +11,13 @@ from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from videocopies.application.errors import Conflict
-from videocopies.application.ports import OutboxMessage, RefusedWrite
-from videocopies.domain.coins import CoinAccount
+from videocopies.application.ports import GrantRecord, OutboxMessage, RefusedWrite
+from videocopies.domain.coins import CoinAccount, Referral
 from videocopies.domain.jobs import Job, JobState
 from videocopies.domain.orders import Order
-from videocopies.domain.payments import Payment
+from videocopies.domain.payments import Payment, Refund
 from videocopies.domain.receipts import Receipt
-from videocopies.domain.shared import DomainEvent, JobId, OrderId, UserId
+from videocopies.domain.shared import DomainEvent, JobId, LotId, OrderId, UserId
 
 T = TypeVar("T")
 
@@ -31,6 +31,9 @@ class InMemoryStore:
         self.jobs: dict[JobId, Job] = {}
         self.receipts: dict[str, Receipt] = {}
         self.payments: dict[str, Payment] = {}
+        self.refunds: dict[str, Refund] = {}
+        self.referrals: dict[UserId, Referral] = {}  # by invited user
+        self.grants: dict[LotId, GrantRecord] = {}
         self.refusals: list[RefusedWrite] = []
         self.outbox: dict[int, OutboxMessage] = {}
         self.outbox_sent: set[int] = set()
@@ -181,6 +184,49 @@ class _Payments:
         return [*self._store.payments.values(), *self.added.values()]
 
 
+class _Refunds:
+    def __init__(self, store: InMemoryStore) -> None:
+        self._store = store
+        self.saved: dict[str, Refund] = {}
+
+    async def get(self, external_id: str) -> Refund | None:
+        found = self.saved.get(external_id) or self._store.refunds.get(external_id)
+        return copy.deepcopy(found)
+
+    async def save(self, refund: Refund) -> None:
+        self.saved[refund.external_id] = copy.deepcopy(refund)
+
+    async def list(self) -> Sequence[Refund]:
+        return [copy.deepcopy(r) for r in {**self._store.refunds, **self.saved}.values()]
+
+
+class _Referrals:
+    def __init__(self, store: InMemoryStore) -> None:
+        self._store = store
+        self.added: dict[UserId, Referral] = {}
+
+    async def inviter_of(self, user_id: UserId) -> UserId | None:
+        found = self.added.get(user_id) or self._store.referrals.get(user_id)
+        return found.inviter if found else None
+
+    async def add(self, referral: Referral) -> None:
+        if referral.invitee in self._store.referrals or referral.invitee in self.added:
+            raise Conflict("referral", str(referral.invitee))
+        self.added[referral.invitee] = referral
+
+
+class _Grants:
+    def __init__(self, store: InMemoryStore) -> None:
+        self._store = store
+        self.added: dict[LotId, GrantRecord] = {}
+
+    async def add(self, record: GrantRecord) -> None:
+        self.added[record.lot_id] = record
+
+    async def get(self, lot_id: LotId) -> GrantRecord | None:
+        return self.added.get(lot_id) or self._store.grants.get(lot_id)
+
+
 class _Refusals:
     def __init__(self, store: InMemoryStore) -> None:
         self._store = store
@@ -237,6 +283,9 @@ class InMemoryUnitOfWork:
         self.jobs = _Jobs(store, self._id)
         self.receipts = _Receipts(store)
         self.payments = _Payments(store)
+        self.refunds = _Refunds(store)
+        self.referrals = _Referrals(store)
+        self.grants = _Grants(store)
         self.refusals = _Refusals(store)
         self.outbox = _Outbox(store)
         self.capacity = _Capacity(store)
@@ -265,10 +314,16 @@ class InMemoryUnitOfWork:
         for eid in self.payments.added:
             if eid in self._store.payments:
                 raise Conflict("payment", eid)
+        for invitee in self.referrals.added:
+            if invitee in self._store.referrals:
+                raise Conflict("referral", str(invitee))
         for repo in aggregates:
             repo.apply(self._store.published)
         self._store.receipts.update(self.receipts.added)
         self._store.payments.update(self.payments.added)
+        self._store.refunds.update(self.refunds.saved)
+        self._store.referrals.update(self.referrals.added)
+        self._store.grants.update(self.grants.added)
         self._store.refusals.extend(self.refusals.added)
         known = {m.dedup_key for m in self._store.outbox.values()}
         for message in self.outbox.added:
@@ -288,6 +343,9 @@ class InMemoryUnitOfWork:
             repo.added.clear()
         self.receipts.added.clear()
         self.payments.added.clear()
+        self.refunds.saved.clear()
+        self.referrals.added.clear()
+        self.grants.added.clear()
         self.refusals.added.clear()
         self.outbox.added.clear()
         self.capacity.taken.clear()

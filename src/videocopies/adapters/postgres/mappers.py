@@ -11,7 +11,7 @@ from videocopies.domain.coins import CoinAccount, CoinLot, Hold, LotKind, Reserv
 from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.jobs import CopyArtifact, Job, JobState, Lease
 from videocopies.domain.orders import CopyState, Order, OrderCopy, OrderState
-from videocopies.domain.payments import Payment
+from videocopies.domain.payments import Payment, Refund, RefundState
 from videocopies.domain.pricing import Quote
 from videocopies.domain.shared import JobId, LotId, OrderId, OwnerToken, UserId, WorkerId
 
@@ -33,6 +33,7 @@ def account_from_row(user_id: UserId, row: dict[str, Any]) -> CoinAccount:
             lot["available"],
             lot["debited"],
             lot["expired"],
+            lot.get("refunded", 0),
         )
         for lot in row["lots"]
     ]
@@ -62,6 +63,7 @@ def lot_params(user_id: UserId, lot: CoinLot) -> dict[str, Any]:
         "available": lot.available,
         "debited": lot.debited,
         "expired": lot.expired,
+        "refunded": lot.refunded,
     }
 
 
@@ -190,3 +192,31 @@ def payment_from_row(row: dict[str, Any]) -> Payment:
         row["currency"],
         row["received_at"],
     )
+
+
+def refund_from_row(row: dict[str, Any]) -> Refund:
+    return Refund(
+        row["external_id"],
+        UserId(row["user_id"]),
+        row["coins"],
+        row["requested_by"],
+        row["reason"],
+        row["requested_at"],
+        RefundState(row["state"]),
+        row["finished_at"],
+        row["provider_answer"],
+    )
+
+
+def refund_params(refund: Refund) -> dict[str, Any]:
+    return {
+        "external_id": refund.external_id,
+        "user_id": refund.user_id,
+        "coins": refund.coins,
+        "requested_by": refund.requested_by,
+        "reason": refund.reason,
+        "requested_at": refund.requested_at,
+        "state": refund.state.value,
+        "finished_at": refund.finished_at,
+        "provider_answer": refund.provider_answer,
+    }

@@ -8,7 +8,8 @@ SELECT a.version,
        (SELECT coalesce(json_agg(json_build_object(
                    'lot_id', l.lot_id, 'kind', l.kind, 'amount', l.amount,
                    'granted_at', l.granted_at, 'expires_at', l.expires_at,
-                   'available', l.available, 'debited', l.debited, 'expired', l.expired)
+                   'available', l.available, 'debited', l.debited, 'expired', l.expired,
+                   'refunded', l.refunded)
                  ORDER BY l.granted_at, l.lot_id), '[]')
           FROM coin_lots l WHERE l.user_id = a.user_id) AS lots,
        (SELECT coalesce(json_agg(json_build_object(
@@ -54,12 +55,14 @@ INSERT INTO coin_accounts (user_id, version, created_at) VALUES (%(user_id)s, %(
 UPDATE coin_accounts SET version = %(version)s WHERE user_id = %(user_id)s AND version = %(loaded)s;
 
 -- insert_lot --
-INSERT INTO coin_lots (lot_id, user_id, kind, amount, granted_at, expires_at, available, debited, expired)
+INSERT INTO coin_lots (lot_id, user_id, kind, amount, granted_at, expires_at, available, debited, expired,
+                       refunded)
 VALUES (%(lot_id)s, %(user_id)s, %(kind)s, %(amount)s, %(granted_at)s, %(expires_at)s,
-        %(available)s, %(debited)s, %(expired)s);
+        %(available)s, %(debited)s, %(expired)s, %(refunded)s);
 
 -- update_lot --
-UPDATE coin_lots SET available = %(available)s, debited = %(debited)s, expired = %(expired)s
+UPDATE coin_lots SET available = %(available)s, debited = %(debited)s, expired = %(expired)s,
+                     refunded = %(refunded)s
  WHERE lot_id = %(lot_id)s;
 
 -- insert_reservation --
@@ -182,6 +185,36 @@ VALUES (%(external_id)s, %(user_id)s, %(coins)s, %(paid_amount)s, %(currency)s, 
 
 -- list_payments --
 SELECT * FROM payments ORDER BY received_at, external_id;
+
+-- get_refund --
+-- Locked: the operator's refund and reconciliation may record the provider's answer at once.
+SELECT * FROM refunds WHERE external_id = %(external_id)s FOR UPDATE;
+
+-- list_refunds --
+SELECT * FROM refunds ORDER BY requested_at, external_id;
+
+-- upsert_refund --
+INSERT INTO refunds (external_id, user_id, coins, requested_by, reason, requested_at, state, finished_at,
+                     provider_answer)
+VALUES (%(external_id)s, %(user_id)s, %(coins)s, %(requested_by)s, %(reason)s, %(requested_at)s, %(state)s,
+        %(finished_at)s, %(provider_answer)s)
+    ON CONFLICT (external_id) DO UPDATE
+   SET coins = excluded.coins, requested_by = excluded.requested_by, reason = excluded.reason,
+       requested_at = excluded.requested_at, state = excluded.state, finished_at = excluded.finished_at,
+       provider_answer = excluded.provider_answer;
+
+-- inviter_of --
+SELECT inviter FROM referrals WHERE invitee = %(user_id)s;
+
+-- insert_referral --
+INSERT INTO referrals (invitee, inviter, at) VALUES (%(invitee)s, %(inviter)s, %(at)s);
+
+-- insert_grant --
+INSERT INTO coin_grants (lot_id, user_id, kind, amount, granted_by, reason, granted_at)
+VALUES (%(lot_id)s, %(user_id)s, %(kind)s, %(amount)s, %(granted_by)s, %(reason)s, %(granted_at)s);
+
+-- get_grant --
+SELECT * FROM coin_grants WHERE lot_id = %(lot_id)s;
 
 -- insert_refused_write --
 INSERT INTO refused_writes (job_id, worker_id, operation, reason, at)

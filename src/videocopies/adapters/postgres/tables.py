@@ -76,10 +76,11 @@ coin_lots = Table(
     Column("available", Integer, nullable=False),
     Column("debited", Integer, nullable=False),
     Column("expired", Integer, nullable=False),
+    Column("refunded", Integer, nullable=False, server_default=text("0")),
     CheckConstraint("kind IN ('start', 'referral', 'manual', 'purchase')", name="kind"),
     CheckConstraint("amount > 0", name="amount_positive"),
-    CheckConstraint("available >= 0 AND debited >= 0 AND expired >= 0", name="not_negative"),
-    CheckConstraint("available + debited + expired <= amount", name="within_amount"),
+    CheckConstraint("available >= 0 AND debited >= 0 AND expired >= 0 AND refunded >= 0", name="not_negative"),
+    CheckConstraint("available + debited + expired + refunded <= amount", name="within_amount"),
     Index(None, "user_id"),
     # The expiry sweep looks only at lots that still hold coins and can expire.
     Index("ix_coin_lots_expiring", "expires_at", postgresql_where=text("available > 0 AND expires_at IS NOT NULL")),
@@ -127,6 +128,43 @@ payments = Table(
     Column("currency", Text, nullable=False),
     _at("received_at"),
     Index(None, "user_id"),
+)
+
+refunds = Table(
+    "refunds",
+    metadata,
+    Column("external_id", Text, ForeignKey("payments.external_id"), primary_key=True),
+    Column("user_id", BigInteger, nullable=False),
+    Column("coins", Integer, nullable=False),
+    Column("requested_by", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    _at("requested_at"),
+    Column("state", Text, nullable=False),
+    _at("finished_at", nullable=True),
+    Column("provider_answer", Text, nullable=True),
+    CheckConstraint("state IN ('pending', 'done', 'refused')", name="state"),
+)
+
+referrals = Table(
+    "referrals",
+    metadata,
+    Column("invitee", BigInteger, ForeignKey("coin_accounts.user_id"), primary_key=True, autoincrement=False),
+    Column("inviter", BigInteger, ForeignKey("coin_accounts.user_id"), nullable=False),
+    _at("at"),
+    CheckConstraint("invitee <> inviter", name="not_self"),
+    Index(None, "inviter"),
+)
+
+coin_grants = Table(
+    "coin_grants",
+    metadata,
+    Column("lot_id", Text, ForeignKey("coin_lots.lot_id"), primary_key=True),
+    Column("user_id", BigInteger, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("amount", Integer, nullable=False),
+    Column("granted_by", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    _at("granted_at"),
 )
 
 orders = Table(

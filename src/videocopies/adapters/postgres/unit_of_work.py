@@ -17,20 +17,20 @@ from psycopg_pool import AsyncConnectionPool
 from videocopies.adapters.postgres import mappers
 from videocopies.adapters.postgres.queries import sql
 from videocopies.application.errors import Conflict, ServiceBusy
-from videocopies.application.ports import OutboxMessage, RefusedWrite
-from videocopies.domain.coins import CoinAccount
+from videocopies.application.ports import GrantRecord, OutboxMessage, RefusedWrite
+from videocopies.domain.coins import CoinAccount, LotKind, Referral
 from videocopies.domain.jobs import Job, LeaseLossReason, LeaseLost
 from videocopies.domain.orders import Order
-from videocopies.domain.payments import Payment
+from videocopies.domain.payments import Payment, Refund
 from videocopies.domain.receipts import Receipt
-from videocopies.domain.shared import JobId, OrderId, UserId
+from videocopies.domain.shared import JobId, LotId, OrderId, UserId
 
 Writes = list[tuple[str, dict[str, Any]]]
 
 
 def _account_snapshot(account: CoinAccount) -> dict[str, Any]:
     return {
-        "lots": {lot.lot_id: (lot.available, lot.debited, lot.expired) for lot in account.lots},
+        "lots": {lot.lot_id: (lot.available, lot.debited, lot.expired, lot.refunded) for lot in account.lots},
         "reservations": {
             r.order_id: (r.debited, r.released, r.open, tuple(h.held for h in r.holds), frozenset(r.debit_keys))
             for r in account.reservations.values()
@@ -126,7 +126,7 @@ class PostgresAccounts:
             was = before["lots"].get(lot.lot_id)
             if was is None:
                 out.append(("insert_lot", mappers.lot_params(user_id, lot)))
-            elif was != (lot.available, lot.debited, lot.expired):
+            elif was != (lot.available, lot.debited, lot.expired, lot.refunded):
                 out.append(("update_lot", mappers.lot_params(user_id, lot)))
         for r in account.reservations.values():
             was = before["reservations"].get(r.order_id)
@@ -299,6 +299,55 @@ class PostgresPayments:
         return [mappers.payment_from_row(r) for r in await self._uow.fetchall("list_payments", {})]
 
 
+class PostgresRefunds:
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self._uow = uow
+
+    async def get(self, external_id: str) -> Refund | None:
+        row = await self._uow.fetchone("get_refund", {"external_id": external_id})
+        return None if row is None else mappers.refund_from_row(row)
+
+    async def save(self, refund: Refund) -> None:
+        self._uow.late.append(("upsert_refund", mappers.refund_params(refund)))
+
+    async def list(self) -> Sequence[Refund]:
+        return [mappers.refund_from_row(r) for r in await self._uow.fetchall("list_refunds", {})]
+
+
+class PostgresReferrals:
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self._uow = uow
+
+    async def inviter_of(self, user_id: UserId) -> UserId | None:
+        row = await self._uow.fetchone("inviter_of", {"user_id": user_id})
+        return None if row is None else UserId(row["inviter"])
+
+    async def add(self, referral: Referral) -> None:
+        params = {"invitee": referral.invitee, "inviter": referral.inviter, "at": referral.at}
+        self._uow.late.append(("insert_referral", params))
+
+
+class PostgresGrants:
+    def __init__(self, uow: PostgresUnitOfWork) -> None:
+        self._uow = uow
+
+    async def add(self, record: GrantRecord) -> None:
+        params = {
+            "lot_id": record.lot_id, "user_id": record.user_id, "kind": record.kind.value, "amount": record.amount,
+            "granted_by": record.granted_by, "reason": record.reason, "granted_at": record.at,
+        }
+        self._uow.late.append(("insert_grant", params))
+
+    async def get(self, lot_id: LotId) -> GrantRecord | None:
+        row = await self._uow.fetchone("get_grant", {"lot_id": lot_id})
+        if row is None:
+            return None
+        return GrantRecord(
+            LotId(row["lot_id"]), UserId(row["user_id"]), LotKind(row["kind"]), row["amount"], row["granted_by"],
+            row["reason"], row["granted_at"],
+        )
+
+
 class PostgresRefusals:
     def __init__(self, uow: PostgresUnitOfWork) -> None:
         self._uow = uow
@@ -374,6 +423,9 @@ class PostgresUnitOfWork:
         self.jobs = PostgresJobs(self)
         self.receipts = PostgresReceipts(self)
         self.payments = PostgresPayments(self)
+        self.refunds = PostgresRefunds(self)
+        self.referrals = PostgresReferrals(self)
+        self.grants = PostgresGrants(self)
         self.refusals = PostgresRefusals(self)
         self.outbox = PostgresOutbox(self)
         self.capacity = PostgresCapacity(self)

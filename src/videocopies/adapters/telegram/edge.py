@@ -28,15 +28,27 @@ from aiogram.exceptions import (
     TelegramServerError,
 )
 from aiogram.methods import AnswerCallbackQuery, GetUpdates, SendMessage, TelegramMethod
-from aiogram.types import FSInputFile, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
+from aiogram.types import (
+    FSInputFile,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    LabeledPrice,
+    Message,
+    PreCheckoutQuery,
+    Update,
+)
 from aiohttp import web
 
 from videocopies.adapters.http.client import CoreClient
 from videocopies.adapters.objectstore.files import hash_file
+from videocopies.application.bot.events import language_of
+from videocopies.application.bot.screens import text
 
 log = logging.getLogger(__name__)
 CLOUD_DOWNLOAD_LIMIT = 20 * 1024 * 1024  # getFile refuses larger files outside a local Bot API server
-ALLOWED_UPDATES = ["message", "callback_query"]
+ALLOWED_UPDATES = ["message", "callback_query", "pre_checkout_query"]
+# Telegram waits 10 s for a pre-checkout answer; core gets most of it, the answer the rest.
+PRE_CHECKOUT_ASK_S = 6.0
 
 
 class SourceStore(Protocol):
@@ -151,8 +163,13 @@ class Receiver:
                 offset = updates[-1]["update_id"] + 1  # only after core has them
 
     async def store(self, updates: list[dict[str, Any]]) -> None:
-        """Answer callbacks at once, then store the batch; core retries are the client's.
-        Updates are the Bot API's JSON: only a video's message becomes an aiogram model."""
+        """Answer callbacks and pre-checkout queries at once, then store the batch; core
+        retries are the client's. Updates are the Bot API's JSON: only the rare ones (a video,
+        a payment) become aiogram models."""
+        checkouts = [
+            asyncio.ensure_future(self._pre_checkout(u["pre_checkout_query"]))
+            for u in updates if u.get("pre_checkout_query")
+        ]
         answers = [self._answer(u["callback_query"]["id"]) for u in updates if u.get("callback_query")]
         events = await asyncio.gather(*(self._event(u) for u in updates))
         await asyncio.gather(*answers)
@@ -160,6 +177,28 @@ class Receiver:
         if found:
             await self._core.call("POST", "/v1/inbox", {"events": found})
             self.stored += len(found)
+        await asyncio.gather(*checkouts)
+
+    async def _pre_checkout(self, raw: dict[str, Any]) -> None:
+        """Answered now, with core's word on whether the package and price still hold; when
+        core cannot say in time, the payment is declined (nothing is charged)."""
+        query = PreCheckoutQuery.model_validate(raw, context={"bot": self._bot})
+        body = {"user": _user(raw["from"]), "currency": query.currency, "total_amount": query.total_amount,
+                "invoice_payload": query.invoice_payload}
+        try:
+            verdict = await asyncio.wait_for(
+                self._core.call("POST", "/v1/payments/pre-checkout", body), PRE_CHECKOUT_ASK_S
+            )
+        except Exception as error:  # noqa: BLE001 - declining is always safe
+            log.warning("pre-checkout %s not checked: %r", query.id, error)
+            language = language_of(query.from_user.language_code)
+            verdict = {"ok": False, "error_message": text(language, "payments_unavailable")}
+        try:
+            await self._bot.answer_pre_checkout_query(
+                query.id, ok=bool(verdict["ok"]), error_message=verdict.get("error_message")
+            )
+        except TelegramBadRequest as late:
+            log.info("pre-checkout %s not answered: %s", query.id, late)
 
     async def _answer(self, query_id: str) -> None:
         try:
@@ -177,6 +216,10 @@ class Receiver:
         if message is None or message.get("from") is None:
             return None
         user = _user(message["from"])
+        if (paid := message.get("successful_payment")) is not None:
+            payment = {"charge_id": paid["telegram_payment_charge_id"], "total_amount": paid["total_amount"],
+                       "currency": paid["currency"], "invoice_payload": paid["invoice_payload"]}
+            return {"update_id": update_id, "user": user, "kind": "payment", "payment": payment}
         if message.get("video") or message.get("document"):
             video = await self._video(Message.model_validate(message, context={"bot": self._bot}), update_id)
             return {"update_id": update_id, "user": user, "kind": "video", "video": video}
@@ -323,6 +366,13 @@ class Sender:
 
     async def _deliver(self, message: dict[str, Any]) -> tuple[int, str | None]:
         """Send one message; its Telegram message id and, for a video, the file id."""
+        if invoice := message.get("invoice"):
+            sent = await self._bot.send_invoice(
+                message["chat_id"], title=invoice["title"], description=invoice["description"],
+                payload=invoice["payload"], currency="XTR",
+                prices=[LabeledPrice(label=invoice["label"], amount=invoice["stars"])],
+            )
+            return sent.message_id, None
         video = message.get("video")
         if not video:
             return await self._api.send_text(message["chat_id"], message["text"], message["buttons"]), None

@@ -17,13 +17,14 @@ from typing import Any, Protocol
 import attrs
 
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo
+from videocopies.application.bot.events import BotUser, InboxEvent, PaidInvoice, StoredVideo
 from videocopies.application.errors import NotFound, ServiceBusy
 from videocopies.application.ports import Clock, OutboxMessage
-from videocopies.domain.coins import CoinAccount, InsufficientCoins, LotKind
+from videocopies.domain.coins import CoinAccount, InsufficientCoins, LotKind, parse_invite
 from videocopies.domain.orders import OrderNotInState, OrderState
+from videocopies.domain.payments import DEFAULT_PACKAGES, PackageCatalog, PaymentMismatch
 from videocopies.domain.pricing import PricingPolicy, Quote, QuoteAlreadyUsed, QuoteExpired, TariffRetired
-from videocopies.domain.shared import LotId, OrderId, UserId
+from videocopies.domain.shared import DomainError, LotId, OrderId, UserId
 
 VIDEO_TYPES = ("video/mp4", "video/quicktime", "video/webm", "video/x-matroska", "video/mpeg")
 
@@ -82,6 +83,9 @@ class Conversation:
     confirm_order: uc.ConfirmOrder
     cancel_order: uc.CancelOrder
     settings: BotSettings = BotSettings()
+    credit_payment: uc.CreditPayment | None = None
+    reward_referral: uc.RewardReferral | None = None
+    packages: PackageCatalog = DEFAULT_PACKAGES
     # Users this process stored as they are now: most events need no write to remember them.
     _known: dict[UserId, BotUser] = attrs.field(factory=dict, init=False)
 
@@ -97,13 +101,19 @@ class Conversation:
             await self._button(event.user, event.data, replies)
         elif event.kind == "text":
             await self._text(event.user, (event.text or "").strip(), first_contact, replies)
+        elif event.kind == "payment" and event.payment is not None:
+            await self._paid(event.user, event.payment, replies)
         else:
             replies.screen("unknown")
         return replies.messages
 
     def in_bulk(self, event: InboxEvent) -> bool:
-        """Whether `handle_many` may take this event."""
-        return event.kind == "text" and _command(event.text) != _HISTORY
+        """Whether `handle_many` may take this event: not /history, and not an invite link
+        (`/start ref_…`), whose referral goes one event at a time."""
+        if event.kind != "text":
+            return False
+        command, words = _command(event.text), (event.text or "").split()
+        return command != _HISTORY and not (command == "/start" and len(words) > 1)
 
     async def handle_many(self, events: Sequence[InboxEvent]) -> list[list[OutboxMessage]]:
         """`handle` for a batch of `in_bulk` events (each user's in order), with the same
@@ -146,23 +156,32 @@ class Conversation:
                                     self.settings.start_bonus_valid_for, LotId(f"start-{user_id}"))
 
     async def _text(self, user: BotUser, text: str, first_contact: bool, replies: _Replies) -> None:
+        words = text.split()
         command = _command(text)
         if command == _HISTORY:
             orders = await self.users.history(user.user_id, 10)
             replies.screen("history", orders=[dict(o) for o in orders])
             return
-        bonus = 0
+        bonus = referral = 0
         if command == "/start" and first_contact and self.settings.start_bonus:
             await self.grant_coins(self._start_bonus(user.user_id))
             bonus = self.settings.start_bonus
+        if command == "/start":
+            referral = await self._referral(user, words[1] if len(words) > 1 else "", first_contact)
         view = await self._balance(user.user_id) if command in _READS_BALANCE else None
-        self._plain(command, user, bonus, view, replies)
+        self._plain(command, user, bonus, view, replies, referral)
 
     def _plain(
-        self, command: str, user: BotUser, bonus: int, view: dict[str, Any] | None, replies: _Replies
+        self, command: str, user: BotUser, bonus: int, view: dict[str, Any] | None, replies: _Replies,
+        referral: int = 0,
     ) -> None:
         if command == "/start" and view is not None:
-            replies.screen("welcome", name=user.first_name, available=view["available"], bonus=bonus)
+            replies.screen("welcome", name=user.first_name, available=view["available"], bonus=bonus,
+                           referral=referral)
+        elif command == "/buy":
+            self._packages(replies)
+        elif command == "/invite":
+            replies.screen("invite", user_id=user.user_id, amount=self._referral_bonus())
         elif command == "/help":
             replies.screen("help", max_mb=self.settings.max_video_bytes // (1024 * 1024),
                            max_s=int(self.settings.max_video_seconds))
@@ -202,6 +221,13 @@ class Conversation:
                 await self._confirm(user, OrderId(quote_id), int(copies), int(total), replies)
         elif kind == "x" and rest:
             await self._cancel(user, OrderId(rest), replies)
+        elif data == "buy":
+            self._packages(replies)
+        elif kind == "b" and rest.isdigit() and (package := self.packages.by_stars(int(rest))) is not None:
+            replies.messages.append(OutboxMessage(
+                user.user_id, "invoice", {"stars": package.stars, "coins": package.coins, "offer": package.offer},
+                replies.key(),
+            ))
         else:
             replies.screen("button_invalid")
 
@@ -251,6 +277,37 @@ class Conversation:
             replies.screen("cancel_requested")
         # A cancelled order announces itself (order_closed, written with the refund).
 
+    async def _referral(self, user: BotUser, argument: str, first_contact: bool) -> int:
+        """A new user who came through an invite link: both sides get the referral bonus.
+        Anyone else (or a bad link) simply starts; the refusal is not the user's concern."""
+        inviter = parse_invite(argument)
+        if inviter is None or not first_contact or self.reward_referral is None:
+            return 0
+        try:
+            await self.reward_referral(user.user_id, inviter)
+        except DomainError:
+            return 0
+        return self._referral_bonus()
+
+    def _referral_bonus(self) -> int:
+        return self.reward_referral.bonus if self.reward_referral is not None else 0
+
+    def _packages(self, replies: _Replies) -> None:
+        replies.screen("packages", packages=[[p.stars, p.coins] for p in self.packages.packages])
+
+    async def _paid(self, user: BotUser, paid: PaidInvoice, replies: _Replies) -> None:
+        """Credit the coins once per charge; the 'coins credited' screen is written with them.
+        A repeated or late notification (reconciliation credited it already) says nothing."""
+        coins = self.packages.coins_for(paid.invoice_payload, paid.total_amount, paid.currency)
+        if coins is None or self.credit_payment is None:
+            replies.screen("payment_unmatched", stars=paid.total_amount)
+            return
+        command = uc.CreditPaymentCommand(paid.charge_id, user.user_id, coins, paid.total_amount, paid.currency)
+        try:
+            await self.credit_payment(command)
+        except PaymentMismatch:
+            replies.screen("payment_unmatched", stars=paid.total_amount)
+
     async def _balance(self, user_id: UserId) -> dict[str, Any]:
         now = self.clock.now()
         async with self.uow() as uow:
@@ -286,6 +343,8 @@ class _Replies:
 
     def message(self, screen: str, /, **values: Any) -> OutboxMessage:
         """A reply a use case writes itself, in the transaction of the change it announces."""
+        return OutboxMessage(self._event.user.user_id, "screen", {"screen": screen, **values}, self.key())
+
+    def key(self) -> str:
         self._count += 1
-        key = f"in:{self._event.update_id}:{self._count}"
-        return OutboxMessage(self._event.user.user_id, "screen", {"screen": screen, **values}, key)
+        return f"in:{self._event.update_id}:{self._count}"

@@ -41,14 +41,25 @@ class StoredVideo:
 
 
 @attrs.frozen
+class PaidInvoice:
+    """Telegram's `successful_payment`: the user was charged for one of our invoices."""
+
+    charge_id: str  # telegram_payment_charge_id, unique per payment
+    total_amount: int
+    currency: str
+    invoice_payload: str
+
+
+@attrs.frozen
 class InboxEvent:
     update_id: int
     user: BotUser
-    kind: str  # text, video, button
+    kind: str  # text, video, button, payment
     text: str | None = None
     video: StoredVideo | None = None
     data: str | None = None  # a pressed button's callback data
     event_id: int | None = None  # the inbox row, once stored
+    payment: PaidInvoice | None = None
 
     def to_payload(self) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -60,6 +71,8 @@ class InboxEvent:
             payload["data"] = self.data
         if self.video is not None:
             payload["video"] = attrs.asdict(self.video)
+        if self.payment is not None:
+            payload["payment"] = attrs.asdict(self.payment)
         return payload
 
     @classmethod
@@ -67,8 +80,9 @@ class InboxEvent:
         cls, update_id: int, kind: str, payload: Mapping[str, Any], event_id: int | None = None
     ) -> InboxEvent:
         user = payload["user"]
-        video = payload.get("video")
+        video, paid = payload.get("video"), payload.get("payment")
         return cls(
             update_id, BotUser(UserId(int(user["id"])), user["language"], user.get("first_name")), kind,
             payload.get("text"), StoredVideo(**video) if video else None, payload.get("data"), event_id,
+            PaidInvoice(**paid) if paid else None,
         )

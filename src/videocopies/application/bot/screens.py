@@ -22,10 +22,22 @@ class Button:
 
 
 @attrs.frozen
+class Invoice:
+    """A Telegram Stars invoice: one price, in XTR; `payload` names the offer."""
+
+    title: str
+    description: str
+    payload: str
+    label: str
+    stars: int
+
+
+@attrs.frozen
 class Screen:
     text: str
     buttons: tuple[tuple[Button, ...], ...] = ()
     video_key: str | None = None  # send this stored object as a video, with `text` as caption
+    invoice: Invoice | None = None  # send an invoice instead of a message
 
 
 TEXTS: Mapping[str, Mapping[str, str]] = {
@@ -33,9 +45,26 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "welcome": "Hi{name}! Send me a short video and I will make 1, 5 or 10 slightly different copies "
                    "for Reels, Shorts and TikTok.\nYou have {available} coins.{bonus}",
         "bonus": "\nA welcome gift of {amount} coins is yours.",
+        "referral": "\nYou came with a friend's invite: {amount} more coins.",
+        "packages": "Buy coins with Telegram Stars:",
+        "package_button": "{coins} coins — {stars} ⭐",
+        "buy_button": "Buy coins",
+        "invoice_title": "{coins} coins",
+        "invoice_description": "{coins} coins for making video copies.",
+        "coins_credited": "Payment received: {coins} coins added. You have {available} coins available.",
+        "payment_unmatched": "We received your payment of {stars} Stars but could not match it to a coin "
+                             "package. Support will sort it out; nothing is lost.",
+        "offer_withdrawn": "This offer has changed. Open /buy to see the current packages.",
+        "payments_unavailable": "Payments are unavailable right now; nothing was charged. Please try again soon.",
+        "refunded": "Your purchase of {coins} coins was refunded: {stars} Stars are on their way back.",
+        "coins_granted": "You were given {amount} coins{reason}.",
+        "coins_expired": "{amount} coins expired.",
+        "referral_rewarded": "A friend joined through your invite: {amount} coins are yours.",
+        "invite": "Invite friends with your code ref_{user_id}: a friend who opens the bot through "
+                  "t.me/<bot>?start=ref_{user_id} gets {amount} coins, and so do you.",
         "help": "Send a video (up to {max_mb} MB and {max_s} seconds), choose how many copies, confirm the price. "
                 "Each copy arrives as soon as it is ready; cancel at any time and pay only for what you got.\n"
-                "/balance — your coins\n/history — your orders",
+                "/balance — your coins\n/history — your orders\n/buy — buy coins\n/invite — invite friends",
         "choose_copies": "How many copies of this video?",
         "copies_button": "{n} × {price} coins",
         "quote": "{copies} copies at {per_copy} coins each: {total} coins.\nThe price holds until {expires}.",
@@ -76,9 +105,27 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "welcome": "Привет{name}! Пришлите короткое видео, и я сделаю 1, 5 или 10 слегка разных копий "
                    "для Reels, Shorts и TikTok.\nНа вашем счёте {available} монет.{bonus}",
         "bonus": "\nВам подарок: {amount} монет.",
+        "referral": "\nВы пришли по приглашению друга: ещё {amount} монет.",
+        "packages": "Купить монеты за Telegram Stars:",
+        "package_button": "{coins} монет — {stars} ⭐",
+        "buy_button": "Купить монеты",
+        "invoice_title": "{coins} монет",
+        "invoice_description": "{coins} монет для копий видео.",
+        "coins_credited": "Оплата получена: начислено {coins} монет. Доступно {available} монет.",
+        "payment_unmatched": "Мы получили вашу оплату ({stars} Stars), но не смогли сопоставить её с пакетом "
+                             "монет. Поддержка разберётся; ничего не потеряно.",
+        "offer_withdrawn": "Это предложение изменилось. Откройте /buy, чтобы увидеть актуальные пакеты.",
+        "payments_unavailable": "Оплата сейчас недоступна; ничего не списано. Попробуйте чуть позже.",
+        "refunded": "Покупка {coins} монет возвращена: {stars} Stars вернутся к вам.",
+        "coins_granted": "Вам начислено {amount} монет{reason}.",
+        "coins_expired": "Сгорело монет: {amount}.",
+        "referral_rewarded": "Друг пришёл по вашему приглашению: вам {amount} монет.",
+        "invite": "Приглашайте друзей кодом ref_{user_id}: друг, открывший бота по ссылке "
+                  "t.me/<bot>?start=ref_{user_id}, получит {amount} монет, и вы тоже.",
         "help": "Пришлите видео (до {max_mb} МБ и {max_s} секунд), выберите число копий, подтвердите цену. "
                 "Каждая копия приходит, как только готова; отменить можно в любой момент — "
-                "оплачиваются только полученные копии.\n/balance — ваши монеты\n/history — ваши заказы",
+                "оплачиваются только полученные копии.\n/balance — ваши монеты\n/history — ваши заказы\n"
+                "/buy — купить монеты\n/invite — пригласить друзей",
         "choose_copies": "Сколько копий сделать?",
         "copies_button": "{n} × {price} монет",
         "quote": "{copies} копий по {per_copy} монет: всего {total} монет.\nЦена действует до {expires}.",
@@ -137,6 +184,11 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
     if kind == "copy_ready":
         caption = t("copy_ready", n=payload["index"] + 1, copies=payload["copies"])
         return Screen(caption, video_key=payload["object_key"])
+    if kind == "invoice":
+        coins, stars = payload["coins"], payload["stars"]
+        invoice = Invoice(t("invoice_title", coins=coins), t("invoice_description", coins=coins), payload["offer"],
+                          t("invoice_title", coins=coins), stars)
+        return Screen(invoice.description, invoice=invoice)
     if kind == "order_closed":
         state = payload["state"]
         pending = payload.get("pending", 0)
@@ -149,8 +201,19 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
     screen = payload["screen"]
     if screen == "welcome":
         bonus = t("bonus", amount=payload["bonus"]) if payload.get("bonus") else ""
+        if payload.get("referral"):
+            bonus += t("referral", amount=payload["referral"])
         name = f", {payload['name']}" if payload.get("name") else ""
         return Screen(t("welcome", name=name, available=payload["available"], bonus=bonus))
+    if screen == "packages":
+        rows = tuple(
+            (Button(t("package_button", coins=coins, stars=stars), f"b:{stars}"),)
+            for stars, coins in payload["packages"]
+        )
+        return Screen(t("packages"), rows)
+    if screen == "coins_granted":
+        reason = f" ({payload['reason']})" if payload.get("reason") else ""
+        return Screen(t("coins_granted", amount=payload["amount"], reason=reason))
     if screen == "choose_copies":
         row = tuple(Button(t("copies_button", n=n, price=price), f"n:{n}") for n, price in payload["prices"])
         return Screen(t("choose_copies"), (row,))
@@ -169,7 +232,7 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
         for lot in payload["lots"]:
             expiry = t("expires", date=_date(lot["expires_at"])) if lot["expires_at"] else t("no_expiry")
             lines.append(t("balance_lot", amount=lot["amount"], expiry=expiry))
-        return Screen("\n".join(lines))
+        return Screen("\n".join(lines), ((Button(t("buy_button"), "buy"),),))
     if screen == "history":
         if not payload["orders"]:
             return Screen(t("history_empty"))
@@ -179,5 +242,5 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
             for o in payload["orders"]
         ]
         return Screen("\n".join(lines))
-    values = {key: value for key, value in payload.items() if key != "screen"}
+    values = {key: value for key, value in payload.items() if key not in ("screen", "expires_at")}
     return Screen(t(screen, **values))

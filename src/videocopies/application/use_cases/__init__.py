@@ -12,6 +12,7 @@ from videocopies.application.use_cases.finish_job import (
     FailJob,
     FailJobCommand,
 )
+from videocopies.application.use_cases.grants import RewardReferral
 from videocopies.application.use_cases.lease_writes import (
     CheckpointCopy,
     CheckpointCopyCommand,
@@ -24,6 +25,9 @@ from videocopies.application.use_cases.payments import (
     CreditPayment,
     CreditPaymentCommand,
     ReconcilePayments,
+    ReconciliationResult,
+    RefundPayment,
+    RefundPaymentCommand,
 )
 from videocopies.application.use_cases.quote_order import QuoteOrder, QuoteOrderCommand
 from videocopies.application.use_cases.record_delivery import GiveUpDelivery, RecordDelivery, RecordDeliveryCommand
@@ -34,6 +38,7 @@ __all__ = [
     "CompleteJobCommand", "ConfirmOrder", "ConfirmOrderCommand", "CreditPayment",
     "CreditPaymentCommand", "ExpireCoins", "ExpireLeases", "FailJob", "FailJobCommand",
     "GiveUpDelivery", "GrantCoins", "GrantCoinsCommand", "HeldJobView", "InspectHeldJob", "QuoteOrder",
-    "QuoteOrderCommand", "ReconcilePayments",
+    "QuoteOrderCommand", "ReconcilePayments", "ReconciliationResult", "RefundPayment", "RefundPaymentCommand",
+    "RewardReferral",
     "RecordDelivery", "RecordDeliveryCommand", "RenewLease", "RenewLeaseCommand",
 ]

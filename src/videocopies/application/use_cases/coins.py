@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import attrs
 
-from videocopies.application.ports import Clock, Ids
+from videocopies.application.errors import Conflict
+from videocopies.application.ports import Clock, GrantRecord, Ids, OutboxMessage
 from videocopies.application.use_cases._common import UowFactory, load_account
 from videocopies.domain.coins import CoinAccount, LotKind
 from videocopies.domain.shared import LotId, UserId
@@ -20,10 +21,13 @@ class GrantCoinsCommand:
     amount: int
     valid_for: timedelta | None  # None: never expires
     lot_id: LotId | None = None  # a caller-chosen id makes the grant idempotent
+    granted_by: str | None = None  # recorded with `reason`, and the user is told, when given
+    reason: str = ""
 
 
 class GrantCoins:
-    """Add a lot of coins to a user's account, with its own expiry."""
+    """Add a lot of coins to a user's account, with its own expiry. A grant by someone
+    (an operator's node) is recorded with who and why, and announced to the user."""
 
     def __init__(self, uow: UowFactory, clock: Clock, ids: Ids) -> None:
         self._uow, self._clock, self._ids = uow, clock, ids
@@ -37,6 +41,14 @@ class GrantCoins:
                 return lot_id
             expires_at = now + cmd.valid_for if cmd.valid_for is not None else None
             account.grant(lot_id, cmd.kind, cmd.amount, now, expires_at)
+            if cmd.granted_by is not None:
+                record = GrantRecord(lot_id, cmd.user_id, cmd.kind, cmd.amount, cmd.granted_by, cmd.reason, now)
+                await uow.grants.add(record)
+                payload = {
+                    "screen": "coins_granted", "amount": cmd.amount, "reason": cmd.reason,
+                    "expires_at": expires_at.isoformat() if expires_at else None,
+                }
+                await uow.outbox.add(OutboxMessage(cmd.user_id, "screen", payload, f"grant:{lot_id}"))
             await uow.commit()
         return lot_id
 
@@ -51,6 +63,8 @@ class GrantCoins:
         async with self._uow() as uow:
             await uow.prefetch(accounts=users)  # one round trip for the whole batch
             for cmd in commands:
+                if cmd.granted_by is not None:
+                    raise ValueError("a grant someone made is recorded and announced: grant it on its own")
                 account = await load_account(uow, cmd.user_id, create=True)
                 lot_id = cmd.lot_id or self._ids.lot_id()
                 if any(lot.lot_id == lot_id for lot in account.lots):
@@ -63,16 +77,40 @@ class GrantCoins:
 
 
 class ExpireCoins:
-    """The sweep that moves coins of expired lots out of `available`."""
+    """The sweep that moves coins of expired lots out of `available`, one account per
+    transaction (a busy account is left for the next round), telling each user what expired."""
 
     def __init__(self, uow: UowFactory, clock: Clock, batch: int = 500) -> None:
         self._uow, self._clock, self._batch = uow, clock, batch
 
     async def __call__(self) -> int:
         now = self._clock.now()
+        total, busy = 0, set()
+        while True:
+            async with self._uow() as uow:
+                due = [a.account_id for a in await uow.accounts.with_lots_expiring(now, self._batch + len(busy))]
+            due = [user_id for user_id in due if user_id not in busy]
+            if not due:
+                return total
+            for user_id in due:
+                try:
+                    expired = await self._expire(user_id, now)
+                except Conflict:
+                    expired = 0
+                if not expired:  # written meanwhile: the next sweep looks again
+                    busy.add(user_id)
+                total += expired
+
+    async def _expire(self, user_id: UserId, now: datetime) -> int:
         async with self._uow() as uow:
-            total = 0
-            for account in await uow.accounts.with_lots_expiring(now, self._batch):
-                total += account.expire(now)
-            await uow.commit()
-        return total
+            account = await uow.accounts.get(user_id)
+            if account is None:
+                return 0
+            expired = {lot.lot_id: lot.available for lot in account.lots if lot.is_expired(now) and lot.available}
+            amount = account.expire(now)
+            if amount:
+                for lot_id, coins in expired.items():
+                    payload = {"screen": "coins_expired", "amount": coins}
+                    await uow.outbox.add(OutboxMessage(user_id, "screen", payload, f"expired:{lot_id}"))
+                await uow.commit()
+        return amount

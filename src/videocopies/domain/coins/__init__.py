@@ -7,6 +7,7 @@ from videocopies.domain.coins.errors import (
     InvalidAmount,
     LotExists,
     LotNotFound,
+    LotNotRefundable,
     ReservationClosed,
     ReservationExists,
     ReservationNotFound,
@@ -15,15 +16,26 @@ from videocopies.domain.coins.events import (
     CoinsDebited,
     CoinsExpired,
     CoinsGranted,
+    CoinsRefunded,
     CoinsReleased,
     CoinsReserved,
+)
+from videocopies.domain.coins.grants import (
+    AlreadyReferred,
+    GrantRules,
+    Referral,
+    ReferralLoop,
+    SelfReferral,
+    UnknownInviter,
+    parse_invite,
 )
 from videocopies.domain.coins.lot import CoinLot, LotKind
 from videocopies.domain.coins.reservation import Hold, Reservation
 
 __all__ = [
-    "Balance", "CoinAccount", "CoinLot", "CoinsDebited", "CoinsExpired", "CoinsGranted",
-    "CoinsReleased", "CoinsReserved", "DebitExceedsReservation", "Hold", "InsufficientCoins",
-    "InvalidAmount", "LotExists", "LotKind", "LotNotFound", "Reservation", "ReservationClosed",
-    "ReservationExists", "ReservationNotFound",
+    "AlreadyReferred", "Balance", "CoinAccount", "CoinLot", "CoinsDebited", "CoinsExpired", "CoinsGranted",
+    "CoinsRefunded", "CoinsReleased", "CoinsReserved", "DebitExceedsReservation", "GrantRules", "Hold",
+    "InsufficientCoins", "InvalidAmount", "LotExists", "LotKind", "LotNotFound", "LotNotRefundable", "Referral",
+    "ReferralLoop", "Reservation", "ReservationClosed", "ReservationExists", "ReservationNotFound", "SelfReferral",
+    "UnknownInviter", "parse_invite",
 ]

@@ -12,6 +12,7 @@ from videocopies.domain.coins.errors import (
     InvalidAmount,
     LotExists,
     LotNotFound,
+    LotNotRefundable,
     ReservationClosed,
     ReservationExists,
     ReservationNotFound,
@@ -20,6 +21,7 @@ from videocopies.domain.coins.events import (
     CoinsDebited,
     CoinsExpired,
     CoinsGranted,
+    CoinsRefunded,
     CoinsReleased,
     CoinsReserved,
 )
@@ -30,17 +32,19 @@ from videocopies.domain.shared import DomainEvent, LotId, OrderId, UserId
 
 @attrs.frozen
 class Balance:
-    """Where an account's coins are. Always: granted = available + reserved + debited + expired."""
+    """Where an account's coins are.
+    Always: granted = available + reserved + debited + expired + refunded."""
 
     granted: int
     available: int
     reserved: int
     debited: int
     expired: int
+    refunded: int = 0
 
     @property
     def balanced(self) -> bool:
-        return self.granted == self.available + self.reserved + self.debited + self.expired
+        return self.granted == self.available + self.reserved + self.debited + self.expired + self.refunded
 
 
 @attrs.define(slots=False, eq=False)
@@ -162,20 +166,44 @@ class CoinAccount:
                 self._changed(CoinsExpired(self.account_id, lot.lot_id, amount))
         return total
 
+    def refund(self, lot_id: LotId, now: datetime) -> int:
+        """Give back a whole lot (a refunded purchase): allowed only while every one of its
+        coins is still available; they leave the account as refunded."""
+        lot = self._lot(lot_id)
+        if not lot.untouched(now):
+            raise LotNotRefundable(lot_id, lot.amount, lot.available if not lot.is_expired(now) else 0)
+        lot.available, lot.refunded = 0, lot.amount
+        self._changed(CoinsRefunded(self.account_id, lot_id, lot.amount))
+        return lot.amount
+
+    def undo_refund(self, lot_id: LotId, now: datetime) -> int:
+        """The provider refused the refund: the lot's coins come back as they were (as
+        expired, if the lot's time ran out meanwhile)."""
+        lot = self._lot(lot_id)
+        back, lot.refunded = lot.refunded, 0
+        if lot.is_expired(now):
+            lot.expired += back
+        else:
+            lot.available += back
+        if back:
+            self._changed(CoinsGranted(self.account_id, lot_id, back))
+        return back
+
     def balance(self, now: datetime) -> Balance:
         """The account as the user sees it at `now`; coins of a lot past its expiry count
         as expired even before the sweep moves them."""
-        granted = available = debited = expired = 0
+        granted = available = debited = expired = refunded = 0
         for lot in self.lots:
             granted += lot.amount
             debited += lot.debited
             expired += lot.expired
+            refunded += lot.refunded
             if lot.is_expired(now):
                 expired += lot.available
             else:
                 available += lot.available
         reserved = sum(r.held for r in self.reservations.values())
-        return Balance(granted, available, reserved, debited, expired)
+        return Balance(granted, available, reserved, debited, expired, refunded)
 
     def reservation(self, order_id: OrderId) -> Reservation | None:
         return self.reservations.get(order_id)

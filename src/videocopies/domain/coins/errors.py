@@ -53,3 +53,12 @@ class LotExists(DomainError):
 @attrs.define
 class LotNotFound(DomainError):
     lot_id: LotId
+
+
+@attrs.define
+class LotNotRefundable(DomainError):
+    """Only a lot none of whose coins were spent, set aside or expired can be given back."""
+
+    lot_id: LotId
+    amount: int
+    available: int

@@ -42,3 +42,10 @@ class CoinsExpired(DomainEvent):
     account_id: UserId
     lot_id: LotId
     amount: int
+
+
+@attrs.frozen
+class CoinsRefunded(DomainEvent):
+    account_id: UserId
+    lot_id: LotId
+    amount: int

@@ -20,7 +20,7 @@ class LotKind(enum.Enum):
 @attrs.define(slots=False, eq=False)
 class CoinLot:
     """Coins granted at once. Every coin of a lot is in exactly one place:
-    available, held by reservations, debited, or expired."""
+    available, held by reservations, debited, expired, or refunded (a purchase given back)."""
 
     lot_id: LotId
     kind: LotKind
@@ -30,6 +30,7 @@ class CoinLot:
     available: int
     debited: int = 0
     expired: int = 0
+    refunded: int = 0
 
     @classmethod
     def grant(
@@ -47,6 +48,10 @@ class CoinLot:
 
     def usable(self, now: datetime) -> bool:
         return not self.is_expired(now) and self.available > 0
+
+    def untouched(self, now: datetime) -> bool:
+        """Every coin still available and usable: nothing spent, set aside or expired."""
+        return self.available == self.amount and not self.is_expired(now)
 
     def spend_order(self) -> tuple[bool, datetime, datetime, str]:
         """Soonest expiry first; lots that never expire last; then oldest grant."""

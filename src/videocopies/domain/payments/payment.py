@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 
 import attrs
@@ -55,45 +54,12 @@ class Payment:
 
 @attrs.frozen
 class ProviderTransaction:
-    """One line of the provider's own transaction list."""
+    """One line of the provider's own transaction list: a payment to us, or (`refund`) the
+    same charge paid back to the user."""
 
     external_id: str
     user_id: UserId
     paid_amount: int
     currency: str
-
-
-@attrs.frozen
-class ReconciliationReport:
-    """Missing: the provider has it, we do not (credit it). Unknown: we have it, the
-    provider does not (investigate). Mismatched: both have it with different terms."""
-
-    missing: tuple[ProviderTransaction, ...]
-    unknown: tuple[Payment, ...]
-    mismatched: tuple[tuple[ProviderTransaction, Payment], ...]
-
-    @property
-    def clean(self) -> bool:
-        return not (self.missing or self.unknown or self.mismatched)
-
-
-def reconcile(
-    provider: Iterable[ProviderTransaction], ours: Iterable[Payment]
-) -> ReconciliationReport:
-    by_id = {p.external_id: p for p in ours}
-    seen: set[str] = set()
-    missing: list[ProviderTransaction] = []
-    mismatched: list[tuple[ProviderTransaction, Payment]] = []
-    for tx in provider:
-        if tx.external_id in seen:
-            continue
-        seen.add(tx.external_id)
-        payment = by_id.get(tx.external_id)
-        if payment is None:
-            missing.append(tx)
-        elif (tx.user_id, tx.paid_amount, tx.currency) != (
-            payment.user_id, payment.paid_amount, payment.currency,
-        ):
-            mismatched.append((tx, payment))
-    unknown = tuple(p for eid, p in by_id.items() if eid not in seen)
-    return ReconciliationReport(tuple(missing), unknown, tuple(mismatched))
+    payload: str | None = None  # the invoice payload: the offer that was paid for
+    refund: bool = False

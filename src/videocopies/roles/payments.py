@@ -1,0 +1,84 @@
+"""`videocopies payments reconcile|refund`: an operator's payment commands, run against the
+database and Telegram directly (core need not be running), printing what was done.
+
+The bot token comes from VIDEOCOPIES_BOT_TOKEN (and VIDEOCOPIES_TELEGRAM_URL for a Bot API
+server other than Telegram's), as for edge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from dependency_injector import providers
+
+from videocopies.adapters.postgres import migrate
+from videocopies.adapters.telegram.payments import TelegramPaymentProvider
+from videocopies.application import use_cases as uc
+from videocopies.application.errors import ApplicationError
+from videocopies.domain.shared import DomainError
+from videocopies.roles.containers import PostgresService
+from videocopies.settings import Settings
+
+
+def attach_provider(container: PostgresService, env: dict[str, str]) -> object | None:
+    """Telegram as this process's payment provider when a bot token is given; the Bot to
+    close on the way out (None: no token, and the unconfigured provider stays)."""
+    if not env.get("VIDEOCOPIES_BOT_TOKEN"):
+        return None
+    from videocopies.roles.edge import bot_from_env
+
+    bot = bot_from_env(env)
+    container.gateways.payment_provider.override(providers.Object(TelegramPaymentProvider(bot)))
+    return bot
+
+
+@asynccontextmanager
+async def _service(database_url: str, env: dict[str, str]) -> AsyncIterator[PostgresService]:
+    migrate.check(database_url)
+    container = PostgresService(settings=Settings.from_env(env))
+    container.gateways.config.from_dict({"database_url": database_url, "pool_size": 2})
+    bot = attach_provider(container, env)
+    if bot is None:
+        raise SystemExit("videocopies payments: set VIDEOCOPIES_BOT_TOKEN to reach the payment provider")
+    pool = container.gateways.pool()
+    await pool.open(wait=True, timeout=30)
+    try:
+        yield container
+    finally:
+        await pool.close()
+        await bot.session.close()  # type: ignore[attr-defined]
+
+
+async def _run(database_url: str, args: argparse.Namespace, env: dict[str, str]) -> int:
+    async with _service(database_url, env) as container:
+        try:
+            if args.action == "reconcile":
+                result = await container.use_cases.reconcile_payments()()
+                print("\n".join(result.lines()))
+                r = result.report
+                # Exit 1 when something needs an operator's eyes; 0 when it all adds up.
+                attention = result.uncreditable or result.refunds_failed or r.mismatched or r.unknown
+                return 1 if attention or r.refunded_elsewhere else 0
+            requested_by = f"cli:{getpass.getuser()}"
+            refund = await container.use_cases.refund_payment()(
+                uc.RefundPaymentCommand(args.charge_id, requested_by, args.reason)
+            )
+            print(f"refund {refund.external_id}: {refund.state.value}, {refund.coins} coins")
+            return 0
+        except (DomainError, ApplicationError) as refused:
+            print(f"videocopies payments {args.action}: {refused}", file=sys.stderr)
+            return 2
+
+
+def main(database_url: str, args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_run(database_url, args, dict(os.environ)))
+    except migrate.SchemaError as refused:
+        print(f"videocopies payments: {refused}", file=sys.stderr)
+        return 2

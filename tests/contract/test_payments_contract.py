@@ -1,0 +1,171 @@
+"""Refunds, referrals, recorded grants and the expiry sweep behave the same on every backend:
+memory, PostgreSQL, PostgreSQL via PgBouncer."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from videocopies.application import use_cases as uc
+from videocopies.application.errors import ProviderUnavailable, RefundRefused
+from videocopies.domain.coins import (
+    AlreadyReferred,
+    LotKind,
+    LotNotRefundable,
+    ReferralLoop,
+    SelfReferral,
+    UnknownInviter,
+)
+from videocopies.domain.payments import AlreadyRefunded, ProviderTransaction, RefundState
+from videocopies.domain.shared import LotId, UserId
+
+from .conftest import Backend
+
+USER = UserId(42)
+FRIEND = UserId(43)
+
+
+async def figures(b: Backend, user: UserId = USER) -> tuple[int, int, int, int, int]:
+    """available, reserved, debited, expired, refunded"""
+    async with b.new_uow() as uow:
+        account = await uow.accounts.get(user)
+        assert account is not None
+        got = account.balance(b.clock.now())
+        assert got.balanced
+        return got.available, got.reserved, got.debited, got.expired, got.refunded
+
+
+async def bought(b: Backend, charge: str = "ch-1") -> None:
+    b.provider.settled.append(ProviderTransaction(charge, USER, 50, "XTR", "buy:50:100"))
+    assert await b.cases.credit_payment()(uc.CreditPaymentCommand(charge, USER, 100, 50, "XTR"))
+
+
+async def screens(b: Backend, user: UserId = USER) -> list[str]:
+    async with b.new_uow() as uow:
+        return [m.payload.get("screen", m.kind) for _, m in await uow.outbox.pending(100) if m.user_id == user]
+
+
+async def test_a_refund_waits_for_an_unreachable_provider_and_reconciliation_finishes_it(backend: Backend) -> None:
+    b = backend
+    await bought(b)
+    b.provider.unreachable = True
+    refund = uc.RefundPaymentCommand("ch-1", "control-1", "bought by mistake")
+    with pytest.raises(ProviderUnavailable):
+        await b.cases.refund_payment()(refund)
+    assert await figures(b) == (0, 0, 0, 0, 100)  # taken back before the provider was asked
+    async with b.new_uow() as uow:
+        (pending,) = await uow.refunds.list()
+    assert (pending.state, pending.requested_by, pending.reason) == (RefundState.PENDING, "control-1",
+                                                                      "bought by mistake")
+    b.provider.unreachable = False
+    result = await b.cases.reconcile_payments()()
+    assert result.refunds_finished == ("ch-1",)
+    assert [tx.external_id for tx in b.provider.settled if tx.refund] == ["ch-1"]
+    async with b.new_uow() as uow:
+        done = await uow.refunds.get("ch-1")
+    assert done is not None and done.state is RefundState.DONE and done.finished_at is not None
+    with pytest.raises(AlreadyRefunded):
+        await b.cases.refund_payment()(refund)
+    assert (await b.cases.reconcile_payments()()).report.clean
+    assert await screens(b) == ["coins_credited", "refunded"]
+
+
+async def test_a_refund_made_whose_answer_was_lost_is_finished_without_asking_again(backend: Backend) -> None:
+    b = backend
+    await bought(b)
+    b.provider.answers_lost = True  # as if core crashed right after Telegram refunded
+    with pytest.raises(ProviderUnavailable):
+        await b.cases.refund_payment()(uc.RefundPaymentCommand("ch-1", "control-1", "mistake"))
+    result = await b.cases.reconcile_payments()()  # still losing answers: it need not ask
+    assert (result.report.refunds_confirmed, result.refunds_finished) == (("ch-1",), ("ch-1",))
+    assert [tx.external_id for tx in b.provider.settled if tx.refund] == ["ch-1"]
+    assert await figures(b) == (0, 0, 0, 0, 100)
+    assert (await b.cases.reconcile_payments()()).report.clean
+
+
+async def test_a_refund_the_provider_refuses_gives_the_coins_back(backend: Backend) -> None:
+    b = backend
+    await bought(b)
+    b.provider.settled.clear()  # the provider has no such charge
+    with pytest.raises(RefundRefused):
+        await b.cases.refund_payment()(uc.RefundPaymentCommand("ch-1", "control-1", "why not"))
+    assert await figures(b) == (100, 0, 0, 0, 0)
+    async with b.new_uow() as uow:
+        refund = await uow.refunds.get("ch-1")
+    assert refund is not None and refund.state is RefundState.REFUSED and refund.provider_answer == "CHARGE_ID_INVALID"
+
+
+async def test_a_purchase_with_coins_set_aside_is_not_refunded(backend: Backend) -> None:
+    b = backend
+    await bought(b)
+    quote = await b.cases.quote_order()(uc.QuoteOrderCommand(USER, "sources/clip.mp4", 1))
+    await b.cases.confirm_order()(uc.ConfirmOrderCommand(USER, quote.quote_id, quote.token))
+    with pytest.raises(LotNotRefundable):
+        await b.cases.refund_payment()(uc.RefundPaymentCommand("ch-1", "control-1", "no"))
+    assert await figures(b) == (95, 5, 0, 0, 0)
+    assert [tx for tx in b.provider.settled if tx.refund] == []
+
+
+async def test_a_referral_rewards_both_once_and_is_recorded(backend: Backend) -> None:
+    b = backend
+    await b.cases.grant_coins()(uc.GrantCoinsCommand(USER, LotKind.START, 50, None, LotId("start-42")))
+    with pytest.raises(UnknownInviter):
+        await b.cases.reward_referral()(FRIEND, UserId(999))
+    with pytest.raises(SelfReferral):
+        await b.cases.reward_referral()(USER, USER)
+    referral = await b.cases.reward_referral()(FRIEND, USER)
+    assert (referral.invitee, referral.inviter) == (FRIEND, USER)
+    with pytest.raises(AlreadyReferred):
+        await b.cases.reward_referral()(FRIEND, USER)
+    with pytest.raises(ReferralLoop):
+        await b.cases.reward_referral()(USER, FRIEND)
+    assert (await figures(b))[0] == 80 and (await figures(b, FRIEND))[0] == 30
+    async with b.new_uow() as uow:
+        assert await uow.referrals.inviter_of(FRIEND) == USER
+        assert await uow.referrals.inviter_of(USER) is None
+        record = await uow.grants.get(referral.inviter_lot)
+        account = await uow.accounts.get(FRIEND)
+    assert record is not None and (record.granted_by, record.reason, record.amount) == ("referral", "invited 43", 30)
+    assert account is not None
+    (lot,) = account.lots
+    assert lot.expires_at == lot.granted_at + timedelta(days=60)
+    assert await screens(b) == ["referral_rewarded"]
+
+
+async def test_a_manual_grant_is_recorded_announced_and_given_once(backend: Backend) -> None:
+    b = backend
+    grant = uc.GrantCoinsCommand(USER, LotKind.MANUAL, 25, timedelta(days=90), LotId("manual:a-1"), "control-1",
+                                 "sorry for the wait")
+    assert await b.cases.grant_coins()(grant) == "manual:a-1"
+    assert await b.cases.grant_coins()(grant) == "manual:a-1"
+    assert (await figures(b))[0] == 25
+    async with b.new_uow() as uow:
+        record = await uow.grants.get(LotId("manual:a-1"))
+    assert record is not None and (record.granted_by, record.reason, record.kind) == (
+        "control-1", "sorry for the wait", LotKind.MANUAL,
+    )
+    assert await screens(b) == ["coins_granted"]
+
+
+async def test_the_expiry_sweep_takes_every_due_lot_and_tells_each_user(backend: Backend) -> None:
+    b = backend
+    for user in (USER, FRIEND):
+        await b.cases.grant_coins()(uc.GrantCoinsCommand(user, LotKind.START, 10, timedelta(days=1)))
+        await b.cases.grant_coins()(uc.GrantCoinsCommand(user, LotKind.MANUAL, 20, None))
+    b.clock.advance(timedelta(days=2))
+    assert await b.cases.expire_coins()() == 20
+    assert await b.cases.expire_coins()() == 0
+    assert await figures(b) == (20, 0, 0, 10, 0)
+    assert await screens(b, FRIEND) == ["coins_expired"]
+
+
+async def test_a_notification_and_reconciliation_crediting_at_once_credit_once(backend: Backend) -> None:
+    b = backend
+    b.provider.settled.append(ProviderTransaction("ch-7", USER, 100, "XTR", "buy:100:220"))
+    notified = b.cases.credit_payment()(uc.CreditPaymentCommand("ch-7", USER, 220, 100, "XTR"))
+    answers = await asyncio.gather(notified, b.cases.reconcile_payments()())
+    credited = [answers[0], answers[1].credited == ("ch-7",)]
+    assert sorted(credited) == [False, True]
+    assert (await figures(b))[0] == 220
