@@ -268,3 +268,4 @@ async def test_metrics_tell_claims_copies_refusals_and_the_queue(api: Api) -> No
     assert _metric(after, 'videocopies_queue_jobs{state="leased"}') == 0
     assert _metric(after, "videocopies_outbox_pending") >= 1 and _metric(after, "videocopies_outbox_lag_seconds") >= 0
     assert _metric(after, "videocopies_figures_unavailable") == 0
+    assert _metric(after, "videocopies_payments_credited") == 0 and "videocopies_payment_coins" in after

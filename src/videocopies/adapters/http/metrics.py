@@ -39,7 +39,6 @@ class CoreMetrics:
         )
         self.inbox_stored = Counter("videocopies_inbox_stored", "Telegram updates stored in the inbox", **on)
         self.outbox_sent = Counter("videocopies_outbox_sent", "Messages edge reported sent", **on)
-        self.payments = Counter("videocopies_payments_credited", "Payments credited with coins", **on)
         self._depth = Gauge("videocopies_queue_jobs", "Unfinished jobs, by state", ["state"], **on)
         self._inbox = Gauge("videocopies_inbox_pending", "Inbox events not yet handled", **on)
         self._inbox_lag = Gauge("videocopies_inbox_lag_seconds", "Age of the oldest unhandled event", **on)
@@ -48,6 +47,8 @@ class CoreMetrics:
         self._refused_total = Gauge(
             "videocopies_refused_writes_recorded", "Refused writes recorded in the database, all cores", **on
         )
+        self._payments = Gauge("videocopies_payments_credited", "Payments credited with coins, all time", **on)
+        self._payment_coins = Gauge("videocopies_payment_coins", "Coins bought, all time", **on)
         self._scrape_failed = Gauge(
             "videocopies_figures_unavailable", "1 when the database could not be read for this scrape", **on
         )
@@ -85,4 +86,6 @@ class CoreMetrics:
             self._outbox.set(figures.outbox_pending)
             self._outbox_lag.set(figures.outbox_lag_s)
             self._refused_total.set(figures.refused_writes)
+            self._payments.set(figures.payments)
+            self._payment_coins.set(figures.payment_coins)
         return generate_latest(self.registry)

@@ -21,7 +21,9 @@ SELECT (SELECT count(*) FROM jobs WHERE state = 'queued') AS queued,
        (SELECT count(*) FROM outbox WHERE sent_at IS NULL) AS outbox_pending,
        (SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)
           FROM outbox WHERE sent_at IS NULL) AS outbox_lag_s,
-       (SELECT count(*) FROM refused_writes) AS refused_writes
+       (SELECT count(*) FROM refused_writes) AS refused_writes,
+       (SELECT count(*) FROM payments) AS payments,
+       (SELECT coalesce(sum(coins), 0) FROM payments) AS payment_coins
 """
 
 
@@ -35,6 +37,8 @@ class QueueFigures:
     outbox_pending: int
     outbox_lag_s: float  # age of the oldest unsent message
     refused_writes: int
+    payments: int  # credited, all time
+    payment_coins: int
 
 
 async def read_figures(pool: AsyncConnectionPool) -> QueueFigures:
