@@ -8,6 +8,7 @@ from datetime import timedelta
 import attrs
 
 from videocopies.domain.pricing import PricingPolicy, Tariff
+from videocopies.domain.quality import QualityThresholds
 
 DEFAULT_TARIFF = Tariff(version=1, per_copy={1: 5, 5: 4, 10: 3})
 
@@ -35,3 +36,15 @@ class Settings:
             quote_secret=secret.encode(),
             lease_ttl=timedelta(seconds=float(env.get("VIDEOCOPIES_LEASE_TTL_S", "30"))),
         )
+
+
+def quality_thresholds(env: dict[str, str] | None = None) -> QualityThresholds:
+    """The quality gate's floors: VIDEOCOPIES_MIN_SSIM, VIDEOCOPIES_MIN_PHASH_DISTANCE and
+    VIDEOCOPIES_MIN_PAIR_DISTANCE override the calibrated defaults (docs/quality.md)."""
+    env = os.environ if env is None else env
+    defaults = QualityThresholds()
+    return QualityThresholds(
+        min_ssim=float(env.get("VIDEOCOPIES_MIN_SSIM", defaults.min_ssim)),
+        min_phash_distance=float(env.get("VIDEOCOPIES_MIN_PHASH_DISTANCE", defaults.min_phash_distance)),
+        min_pair_distance=float(env.get("VIDEOCOPIES_MIN_PAIR_DISTANCE", defaults.min_pair_distance)),
+    )

@@ -168,6 +168,22 @@ class ProbeResult:
     frames: int
 
 
+@attrs.frozen
+class CopyLook:
+    """How a rendered copy compares with its source, measured at the same moments of both:
+    `ssim` (1 = identical to a viewer) and the mean Hamming distance of 64-bit perceptual
+    hashes (0 = the same to a matcher); `fingerprint` holds the copy's hash at each moment,
+    so copies of one order can be held against each other."""
+
+    ssim: float
+    phash_distance: float
+    fingerprint: tuple[int, ...]
+
+
+class CopyInspector(Protocol):
+    async def inspect(self, source: Path, copy: Path, plan: EffectsPlan) -> CopyLook: ...
+
+
 class Prober(Protocol):
     async def probe(self, path: Path, full_decode: bool = True) -> ProbeResult: ...
 

@@ -15,6 +15,8 @@ from videocopies.application.use_cases.finish_job import (
 from videocopies.application.use_cases.lease_writes import (
     CheckpointCopy,
     CheckpointCopyCommand,
+    GiveUpCopy,
+    GiveUpCopyCommand,
     HeldJobView,
     InspectHeldJob,
     RenewLease,
@@ -33,6 +35,7 @@ __all__ = [
     "CheckpointCopyCommand", "ClaimJob", "ClaimJobCommand", "ClaimedJob", "CompleteJob",
     "CompleteJobCommand", "ConfirmOrder", "ConfirmOrderCommand", "CreditPayment",
     "CreditPaymentCommand", "ExpireCoins", "ExpireLeases", "FailJob", "FailJobCommand",
+    "GiveUpCopy", "GiveUpCopyCommand",
     "GiveUpDelivery", "GrantCoins", "GrantCoinsCommand", "HeldJobView", "InspectHeldJob", "QuoteOrder",
     "QuoteOrderCommand", "ReconcilePayments",
     "RecordDelivery", "RecordDeliveryCommand", "RenewLease", "RenewLeaseCommand",

@@ -1,0 +1,104 @@
+"""The CopyInspector port on PyAV and numpy: a copy is held against its source at matching
+moments, through the plan's speed change and crop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from videocopies.adapters.quality.frames import THUMB_SIDE, Picture, duration_and_rate, frames_near, nearest_frames
+from videocopies.adapters.quality.measures import HASH_SIDE, SSIM_SIDE, hamming, phash, resample, ssim
+from videocopies.application.ports import CopyLook
+from videocopies.domain.effects import EffectsPlan
+
+SAMPLES = 12
+
+
+@attrs.frozen
+class _Source:
+    key: tuple[str, int, int]
+    width: int
+    height: int
+    duration_s: float
+    pictures: tuple[Picture, ...]
+    hashes: tuple[int, ...]  # per picture, for the copies' distances
+
+
+def moments(duration_s: float, count: int = SAMPLES) -> list[float]:
+    """Evenly spread moments, each in the middle of its share of the video."""
+    return [duration_s * (i + 0.5) / count for i in range(count)]
+
+
+def crop_window(plan: EffectsPlan, width: int, height: int) -> tuple[float, float, float, float]:
+    """The plan's crop on a THUMB_SIDE square thumbnail of a width x height source, the same
+    rounding as the renderer's (even sides and offsets)."""
+    crop_w = max(2, int(width * (1 - plan.crop)) // 2 * 2)
+    crop_h = max(2, int(height * (1 - plan.crop)) // 2 * 2)
+    x = int((width - crop_w) * plan.crop_x) // 2 * 2
+    y = int((height - crop_h) * plan.crop_y) // 2 * 2
+    sx, sy = THUMB_SIDE / width, THUMB_SIDE / height
+    return x * sx, y * sy, (x + crop_w) * sx, (y + crop_h) * sy
+
+
+class PyAvCopyInspector:
+    """Samples the source once per file (the copies of a job share it) and each copy once.
+    `cpu_seconds` adds up the CPU time spent measuring, for the benchmark."""
+
+    def __init__(self, samples: int = SAMPLES) -> None:
+        self._samples = samples
+        self._source: _Source | None = None
+        self._lock = threading.Lock()
+        self.cpu_seconds = 0.0
+
+    async def inspect(self, source: Path, copy: Path, plan: EffectsPlan) -> CopyLook:
+        return await asyncio.to_thread(self.inspect_blocking, source, copy, plan)
+
+    def inspect_blocking(self, source: Path, copy: Path, plan: EffectsPlan) -> CopyLook:
+        began = time.thread_time()
+        try:
+            with self._lock:
+                original = self._sampled(source)
+            return self._measure(original, copy, plan)
+        finally:
+            self.cpu_seconds += time.thread_time() - began
+
+    def _sampled(self, path: Path) -> _Source:
+        stat = path.stat()
+        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        if self._source is None or self._source.key != key:
+            import av
+
+            with av.open(str(path)) as container:
+                codec = container.streams.video[0].codec_context
+                width, height = codec.width, codec.height
+            duration_s, fps = duration_and_rate(path)
+            # A copy's moment lands within a frame or two of the source's, at any planned speed.
+            reach = 2.5 / fps if fps else 0.1
+            pictures = tuple(frames_near(path, moments(duration_s, self._samples), reach))
+            hashes = tuple(phash(resample(p.gray, HASH_SIDE)) for p in pictures)
+            self._source = _Source(key, width, height, duration_s, pictures, hashes)
+        return self._source
+
+    def _measure(self, original: _Source, copy: Path, plan: EffectsPlan) -> CopyLook:
+        wanted = [m / plan.speed for m in moments(original.duration_s, self._samples)]
+        window = crop_window(plan, original.width, original.height)
+        times = np.array([p.at for p in original.pictures])
+        similarity, distances, fingerprint = [], [], []
+        for picture in nearest_frames(copy, wanted):
+            # The copy at time t shows the source at t x speed.
+            match = int(np.argmin(np.abs(times - picture.at * plan.speed)))
+            seen = original.pictures[match].gray
+            similarity.append(ssim(resample(seen, SSIM_SIDE, window), resample(picture.gray, SSIM_SIDE)))
+            copy_hash = phash(resample(picture.gray, HASH_SIDE))
+            distances.append(hamming(copy_hash, original.hashes[match]))
+            fingerprint.append(copy_hash)
+        return CopyLook(
+            ssim=round(float(np.mean(similarity)), 4),
+            phash_distance=round(float(np.mean(distances)), 2),
+            fingerprint=tuple(fingerprint),
+        )
