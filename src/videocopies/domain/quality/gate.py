@@ -53,9 +53,9 @@ class QualityThresholds:
     """The floors a copy must reach. Defaults calibrated on the generated corpus (docs/quality.md):
     every good plan clears them with room, a re-encode without effects does not."""
 
-    min_ssim: float = attrs.field(default=0.80, validator=_unit)
-    min_phash_distance: float = attrs.field(default=4.0, validator=_bits)
-    min_pair_distance: float = attrs.field(default=3.0, validator=_bits)
+    min_ssim: float = attrs.field(default=0.85, validator=_unit)
+    min_phash_distance: float = attrs.field(default=2.0, validator=_bits)
+    min_pair_distance: float = attrs.field(default=1.0, validator=_bits)
 
     def shortfalls(self, quality: CopyQuality) -> tuple[Shortfall, ...]:
         """Every threshold the copy misses; empty when it may be delivered."""
