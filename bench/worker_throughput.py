@@ -8,10 +8,13 @@ verification, upload and checkpoint. The baseline: a plain loop with the same pa
 that runs the identical FFmpeg command and the identical verification (a PyAV header probe,
 then every frame decoded by an FFmpeg child) for each copy.
 Then one order of 5 copies measures when the first copy is ready against the whole order.
+Last, gate_cpu_share: the quality gate's CPU seconds (source and copy sampled, measured) as a
+share of the render's, over one-copy jobs (the gate's worst case: nothing shared between
+copies). `--gate-only` measures just that.
 
 Prints one JSON line.
 
-    uv run python bench/worker_throughput.py [--clips 20] [--max-workers 4]
+    uv run python bench/worker_throughput.py [--clips 20] [--max-workers 4] [--gate-only]
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import concurrent.futures
 import multiprocessing
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -43,6 +47,7 @@ from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.objectstore import FilesystemObjectStore
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.probe import PyAvProber
+from videocopies.adapters.quality import PyAvCopyInspector
 from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
 from videocopies.domain.effects import plan_copies
@@ -146,18 +151,40 @@ def pipeline(pg: Any, clip: Path, clips: int, workers: int, tmp: Path) -> dict[s
     return {"seconds": seconds, "worker_rss_mib": _stop(running)}
 
 
-def _plain_copy(args: tuple[str, int, str]) -> None:
-    """What one job is, without the machinery: the same FFmpeg command and the same full decode."""
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _plain_copy(args: tuple[str, int, str]) -> tuple[float, float]:
+    """What one job is, without the machinery: the same FFmpeg command, the same full decode
+    and the same quality gate. Returns the CPU seconds of the render and of the gate."""
     source, seed, target = args
     plan = plan_copies(seed, 1)[0]
     info = probe_source(Path(source))
+    before = _children_cpu()
     subprocess.run([ffmpeg_binary(), *ffmpeg_args(plan, info, Path(source), Path(target))],
                    check=True, capture_output=True)
+    render_cpu = _children_cpu() - before
+    # A fresh inspector per job, as a worker samples each job's source anew.
+    inspector = PyAvCopyInspector()
+    inspector.inspect_blocking(Path(source), Path(target), plan)
+    gate_cpu = inspector.cpu_seconds
     # The worker's verification: the header through PyAV, every frame decoded by FFmpeg.
     PyAvProber(thread_type="SLICE").probe_blocking(Path(target), full_decode=False)
     subprocess.run([ffmpeg_binary(), "-hide_banner", "-nostdin", "-v", "error", "-xerror", "-i", target,
                     "-map", "0:v:0", "-map", "0:a?", "-f", "null", "-"], check=True, capture_output=True)
     os.unlink(target)
+    return render_cpu, gate_cpu
+
+
+def gate_cpu_share(clip: Path, jobs: int, tmp: Path) -> dict[str, float]:
+    """The quality gate's CPU seconds as a share of rendering's, over one-copy jobs."""
+    spent = [_plain_copy((str(clip), 1000 + n, str(tmp / f"gate-{n}.mp4"))) for n in range(jobs)]
+    render = sum(r for r, _ in spent)
+    gate = sum(g for _, g in spent)
+    return {"gate_cpu_share": round(gate / render, 4), "render_cpu_s_per_copy": round(render / jobs, 3),
+            "gate_cpu_s_per_copy": round(gate / jobs, 4)}
 
 
 def plain(clip: Path, clips: int, workers: int, tmp: Path) -> float:
@@ -192,7 +219,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--clips", type=int, default=20)
     parser.add_argument("--max-workers", type=int, default=4)
+    parser.add_argument("--gate-only", action="store_true", help="measure gate_cpu_share alone")
     args = parser.parse_args()
+    if args.gate_only:
+        with tempfile.TemporaryDirectory(prefix="videocopies-bench-") as scratch:
+            clip = make_clip(Path(scratch) / "clip.mp4", seconds=3, width=720, height=1280, fps=25)
+            emit({"bench": "worker_throughput", **gate_cpu_share(clip, args.clips, Path(scratch))})
+        return
     runs = []
     sampler = FfmpegRssSampler()
     sampler.start()
@@ -212,9 +245,10 @@ def main() -> None:
             print(runs[-1], file=sys.stderr, flush=True)
         best = max(runs, key=lambda r: r["jobs_per_min"])
         five = one_order_of_five(pg, clip, best["workers"], tmp)
+        gate = gate_cpu_share(clip, args.clips, tmp)
     sampler.done.set()
     emit({"bench": "worker_throughput", **best, "ffmpeg_rss_mib": round(sampler.peak_mib, 1),
-          **five, "runs": runs})
+          **five, **gate, "runs": runs})
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ _C1 = (0.01 * 255) ** 2
 _C2 = (0.03 * 255) ** 2
 
 
+@cache
 def area_matrix(size_in: int, size_out: int, start: float = 0.0, stop: float | None = None) -> np.ndarray:
     """Rows that average the input pixels covering each output pixel of the window
     [start, stop) of a line of `size_in` pixels, fractions of a pixel included."""
@@ -30,8 +31,8 @@ def resample(image: np.ndarray, side: int, window: tuple[float, float, float, fl
     """`image` (or its window x0, y0, x1, y1 in pixels) averaged down to side x side."""
     height, width = image.shape
     x0, y0, x1, y1 = window or (0.0, 0.0, float(width), float(height))
-    rows = area_matrix(height, side, y0, y1)
-    cols = area_matrix(width, side, x0, x1)
+    rows = area_matrix(height, side, float(y0), float(y1))
+    cols = area_matrix(width, side, float(x0), float(x1))
     return rows @ image.astype(np.float64) @ cols.T
 
 
