@@ -4,7 +4,8 @@ For each scene of the corpus (talking head, screen recording, fast motion, stati
 dark scene) one order of 10 copies is rendered with the production renderer, and every
 copy is measured by the production inspector: the first render of every plan (the
 distributions the thresholds are chosen from), then the gate's decisions (re-renders,
-copies given up). A plain re-encode of each scene, the weak plan, is measured too.
+copies given up). Frames are kept by the render and the verification, as in the worker.
+A plain re-encode of each scene, the weak plan, is measured too.
 
 Prints one JSON line.
 
@@ -14,6 +15,7 @@ Prints one JSON line.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import subprocess
 import tempfile
@@ -26,6 +28,7 @@ from _support import emit
 
 from videocopies.adapters.ffmpeg.binary import ffmpeg_binary
 from videocopies.adapters.ffmpeg.clips import SCENES, make_scene
+from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
 from videocopies.adapters.ffmpeg.render import ffmpeg_args
 from videocopies.adapters.ffmpeg.transcoder import probe
 from videocopies.adapters.quality import PyAvCopyInspector
@@ -54,6 +57,7 @@ def scene_figures(scene: str, tmp: Path, copies: int, seconds: float, size: tupl
     source = make_scene(tmp / f"{scene}.mp4", scene, seconds=seconds, width=size[0], height=size[1])
     info = probe(source)
     inspector = PyAvCopyInspector()
+    kept = tmp / f"{scene}-source.nut"
     first: list[CopyQuality] = []
     first_prints: list[tuple[int, ...]] = []
     kept: dict[int, tuple[int, ...]] = {}
@@ -63,10 +67,14 @@ def scene_figures(scene: str, tmp: Path, copies: int, seconds: float, size: tupl
         for attempt in range(MAX_RERENDERS + 1):
             used = variant(plan, attempt)
             target = tmp / f"{scene}-{plan.copy_index}-{attempt}.mp4"
-            subprocess.run([ffmpeg_binary(), *ffmpeg_args(used, info, source, target)], check=True,
-                           capture_output=True)
-            look = inspector.inspect_blocking(source, target, used)
+            seen = target.with_suffix(".nut")
+            # As the worker does: the render keeps the source's frames, the verification the copy's.
+            subprocess.run([ffmpeg_binary(), *ffmpeg_args(used, info, source, target, source_frames=kept)],
+                           check=True, capture_output=True)
+            asyncio.run(FfmpegDecodingProber().probe(target, full_decode=True, keep_frames=seen))
+            look = inspector.inspect_blocking(source, target, used, kept, seen)
             target.unlink()
+            seen.unlink()
             if attempt == 0:
                 pairs = [pair_distance(look.fingerprint, other) for other in first_prints]
                 first.append(CopyQuality(look.ssim, look.phash_distance, min(pairs) if pairs else None))

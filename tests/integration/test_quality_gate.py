@@ -12,6 +12,7 @@ import pytest
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
 from videocopies.adapters.ffmpeg.binary import ffmpeg_binary
 from videocopies.adapters.ffmpeg.clips import SCENES, make_scene
+from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
 from videocopies.adapters.inprocess import InProcessJobLeases, StoreJobFiles
 from videocopies.adapters.memory.objectstore import InMemoryObjectStore
 from videocopies.adapters.probe import PyAvProber
@@ -38,9 +39,11 @@ class WeakFirstRender:
         self._real = FfmpegTranscoder()
         self.weak = 0
 
-    async def render(self, plan: EffectsPlan, source: Path, target: Path) -> None:
+    async def render(self, plan: EffectsPlan, source: Path, target: Path, source_frames: Path | None = None) -> None:
+        if plan.attempt > 0 or source_frames is not None:
+            # The real renderer also keeps the source's frames for the gate on the first render.
+            await self._real.render(plan, source, target, source_frames=source_frames)
         if plan.attempt > 0:
-            await self._real.render(plan, source, target)
             return
         self.weak += 1
         # The weak render must still pass verification, so it keeps the plan's duration.
@@ -115,3 +118,19 @@ def attrs_like(**values: float) -> object:
 class _Disk:
     def free_bytes(self, path: Path) -> int:
         return 10**12
+
+
+@pytest.mark.parametrize("scene", ["fast_motion", "dark_scene"])
+async def test_frames_kept_by_the_render_and_the_verification_measure_like_decoding_again(
+    scene: str, corpus: dict[str, Path], tmp_path: Path
+) -> None:
+    source, plan = corpus[scene], EffectsPlan.derive(11, 0)
+    copy, kept, seen = tmp_path / "copy.mp4", tmp_path / "source.nut", tmp_path / "copy.nut"
+    await FfmpegTranscoder().render(plan, source, copy, source_frames=kept)
+    verified = await FfmpegDecodingProber().probe(copy, full_decode=True, keep_frames=seen)
+    assert verified.frames > 30  # every frame counted, not only the kept ones
+    assert kept.stat().st_size < 40 * 128 * 128 and seen.stat().st_size < 70 * 128 * 128
+    fast = PyAvCopyInspector().inspect_blocking(source, copy, plan, kept, seen)
+    slow = PyAvCopyInspector().inspect_blocking(source, copy, plan)
+    assert abs(fast.ssim - slow.ssim) < 0.02
+    assert abs(fast.phash_distance - slow.phash_distance) <= 1.5

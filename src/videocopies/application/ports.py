@@ -156,7 +156,10 @@ class ObjectStore(Protocol):
 
 
 class Transcoder(Protocol):
-    async def render(self, plan: EffectsPlan, source: Path, target: Path) -> None: ...
+    async def render(self, plan: EffectsPlan, source: Path, target: Path, *, source_frames: Path | None = None) -> None:
+        """Render the copy; with `source_frames`, also keep there the source frames a
+        CopyInspector compares copies with (the render decodes the source anyway)."""
+        ...
 
 
 @attrs.frozen
@@ -181,11 +184,24 @@ class CopyLook:
 
 
 class CopyInspector(Protocol):
-    async def inspect(self, source: Path, copy: Path, plan: EffectsPlan) -> CopyLook: ...
+    async def inspect(
+        self,
+        source: Path,
+        copy: Path,
+        plan: EffectsPlan,
+        source_frames: Path | None = None,
+        copy_frames: Path | None = None,
+    ) -> CopyLook:
+        """Measure `copy` against `source`; frames already kept by the render (`source_frames`)
+        and the verification (`copy_frames`) are read instead of decoding the videos again."""
+        ...
 
 
 class Prober(Protocol):
-    async def probe(self, path: Path, full_decode: bool = True) -> ProbeResult: ...
+    async def probe(self, path: Path, full_decode: bool = True, keep_frames: Path | None = None) -> ProbeResult:
+        """With a full decode and `keep_frames`, a prober may also keep there the frames a
+        CopyInspector compares (the decode is done anyway); one that does not leaves no file."""
+        ...
 
 
 class Messenger(Protocol):

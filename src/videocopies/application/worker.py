@@ -297,14 +297,28 @@ class Worker:
         only on the plan, so a worker that takes the job over renders the same ones. Returns the probe
         of the kept copy (None when every render missed) and the figures it was judged by."""
         quality = None
+        # The first render keeps the source's frames for the gate; later ones reuse them.
+        kept = source.with_name("source-frames.nut")
         for attempt in range(MAX_RERENDERS + 1):
             used = variant(plan, attempt)
-            await self._transcoder.render(used, source, target)
-            made = await self._prober.probe(target, full_decode=True)
-            check_copy(original, made, used, index, self._settings.duration_tolerance_s)
+            if self._inspector is not None and not kept.exists():
+                await self._transcoder.render(used, source, target, source_frames=kept)
+            else:
+                await self._transcoder.render(used, source, target)
             if self._inspector is None:
+                made = await self._prober.probe(target, full_decode=True)
+                check_copy(original, made, used, index, self._settings.duration_tolerance_s)
                 return made, None
-            look = await self._inspector.inspect(source, target, used)
+            # The verification's full decode keeps the copy's frames the gate compares.
+            seen = target.with_suffix(".frames.nut")
+            made = await self._prober.probe(target, full_decode=True, keep_frames=seen)
+            check_copy(original, made, used, index, self._settings.duration_tolerance_s)
+            try:
+                look = await self._inspector.inspect(
+                    source, target, used, kept if kept.exists() else None, seen if seen.exists() else None
+                )
+            finally:
+                seen.unlink(missing_ok=True)
             pairs = [pair_distance(look.fingerprint, other) for other in fingerprints.values()]
             quality = CopyQuality(look.ssim, look.phash_distance, min(pairs) if pairs else None, attempt)
             if not self._thresholds.shortfalls(quality):

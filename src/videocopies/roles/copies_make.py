@@ -47,9 +47,9 @@ class TimedTranscoder:
         self._inner = inner
         self.seconds: dict[int, float] = {}
 
-    async def render(self, plan: EffectsPlan, source: Path, target: Path) -> None:
+    async def render(self, plan: EffectsPlan, source: Path, target: Path, source_frames: Path | None = None) -> None:
         began = time.perf_counter()
-        await self._inner.render(plan, source, target)
+        await self._inner.render(plan, source, target, source_frames=source_frames)
         self.seconds[plan.copy_index] = round(time.perf_counter() - began, 3)
 
 

@@ -37,7 +37,7 @@ class ScriptedTranscoder:
         self.hang_on: int | None = None
         self.interrupted = 0
 
-    async def render(self, plan, source: Path, target: Path) -> None:  # type: ignore[no-untyped-def]
+    async def render(self, plan, source: Path, target: Path, **_: object) -> None:  # type: ignore[no-untyped-def]
         self.started.append(plan.copy_index)
         if plan.copy_index == self.hang_on:
             try:
@@ -51,7 +51,7 @@ class ScriptedTranscoder:
 
 
 class ScriptedProber:
-    async def probe(self, path: Path, full_decode: bool = True) -> ProbeResult:
+    async def probe(self, path: Path, full_decode: bool = True, keep_frames: Path | None = None) -> ProbeResult:
         text = path.read_text()
         if text == "not a video":
             raise UnusableMedia("no video stream")
@@ -83,7 +83,7 @@ class ScriptedInspector:
         self.script = script or {}
         self.inspected: list[tuple[int, int]] = []
 
-    async def inspect(self, source: Path, copy: Path, plan) -> CopyLook:  # type: ignore[no-untyped-def]
+    async def inspect(self, source: Path, copy: Path, plan, *_: Path | None) -> CopyLook:  # type: ignore[no-untyped-def]
         assert json.loads(copy.read_text())["plan"] == plan.to_dict()  # the copy rendered from this plan
         self.inspected.append((plan.copy_index, plan.attempt))
         default = (0.98, 10.0, (1 << (plan.copy_index * 8 + plan.attempt),) * 4)

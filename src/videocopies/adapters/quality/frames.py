@@ -10,7 +10,7 @@ import attrs
 import av
 import numpy as np
 
-THUMB_SIDE = 128
+from videocopies.adapters.quality.sampling import THUMB_SIDE
 
 
 @attrs.frozen(eq=False)
@@ -22,14 +22,16 @@ class Picture:
 
 
 def _thumb(frame: av.VideoFrame) -> np.ndarray:
-    small = frame.reformat(width=THUMB_SIDE, height=THUMB_SIDE, format="gray", interpolation="AREA")
-    return small.to_ndarray().astype(np.float64)
+    if frame.width != THUMB_SIDE or frame.height != THUMB_SIDE or frame.format.name != "gray":
+        frame = frame.reformat(width=THUMB_SIDE, height=THUMB_SIDE, format="gray", interpolation="AREA")
+    return frame.to_ndarray().astype(np.float64)
 
 
 def _opened(path: Path, skip_unreferenced: bool) -> tuple[av.container.InputContainer, av.VideoStream]:
     container = av.open(str(path))
     stream = container.streams.video[0]
-    stream.thread_type = "SLICE"
+    # One decoding thread: the fewest CPU seconds per picture (renders use the other cores).
+    stream.codec_context.thread_count = 1
     # Looser decoding shortcuts: the pictures are only looked at 128 pixels wide.
     stream.codec_context.options = {"flags2": "+fast"}
     if skip_unreferenced:
@@ -86,11 +88,37 @@ def frames_near(path: Path, moments: Sequence[float], reach_s: float) -> list[Pi
     return kept
 
 
-def duration_and_rate(path: Path) -> tuple[float, float]:
-    """Seconds and frames per second the header states (0 when it does not)."""
+def nearest(pictures: Sequence[Picture], moments: Sequence[float]) -> list[Picture]:
+    """For each moment, the picture whose time is nearest to it."""
+    if not pictures:
+        raise ValueError("no frames were kept")
+    return [min(pictures, key=lambda p, m=moment: abs(p.at - m)) for moment in moments]
+
+
+def kept_frames(path: Path) -> list[Picture]:
+    """The frames a renderer kept of its source (already small and gray), at the source's times."""
+    with av.open(str(path)) as container:
+        return [Picture(frame.time, _thumb(frame)) for frame in container.decode(video=0) if frame.time is not None]
+
+
+@attrs.frozen
+class Header:
+    width: int
+    height: int
+    duration_s: float
+    fps: float
+
+
+def header(path: Path) -> Header:
+    """Size, seconds and frames per second as the headers state them, read as the renderer
+    reads them (the container's duration first), so both place the moments alike."""
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         fps = float(stream.average_rate or stream.guessed_rate or 0)
-        if stream.duration and stream.time_base:
-            return float(stream.duration * stream.time_base), fps
-        return (container.duration or 0) / av.time_base, fps
+        if container.duration:
+            duration = container.duration / av.time_base
+        elif stream.duration and stream.time_base:
+            duration = float(stream.duration * stream.time_base)
+        else:
+            duration = 0.0
+        return Header(stream.codec_context.width, stream.codec_context.height, duration, fps)

@@ -11,17 +11,16 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from videocopies.adapters.quality.frames import THUMB_SIDE, Picture, duration_and_rate, frames_near, nearest_frames
+from videocopies.adapters.quality.frames import Picture, frames_near, header, kept_frames, nearest, nearest_frames
 from videocopies.adapters.quality.measures import HASH_SIDE, SSIM_SIDE, hamming, phash, resample, ssim
+from videocopies.adapters.quality.sampling import SAMPLES, THUMB_SIDE, moments, reach_s
 from videocopies.application.ports import CopyLook
 from videocopies.domain.effects import EffectsPlan
-
-SAMPLES = 12
 
 
 @attrs.frozen
 class _Source:
-    key: tuple[str, int, int]
+    key: tuple[str, int, int, str]
     width: int
     height: int
     duration_s: float
@@ -32,11 +31,6 @@ class _Source:
         if index not in self.hashes:
             self.hashes[index] = phash(resample(self.pictures[index].gray, HASH_SIDE))
         return self.hashes[index]
-
-
-def moments(duration_s: float, count: int = SAMPLES) -> list[float]:
-    """Evenly spread moments, each in the middle of its share of the video."""
-    return [duration_s * (i + 0.5) / count for i in range(count)]
 
 
 def crop_window(plan: EffectsPlan, width: int, height: int) -> tuple[float, float, float, float]:
@@ -52,6 +46,8 @@ def crop_window(plan: EffectsPlan, width: int, height: int) -> tuple[float, floa
 
 class PyAvCopyInspector:
     """Samples the source once per file (the copies of a job share it) and each copy once.
+    The source's frames come from `source_frames` when the renderer kept them (it decodes
+    the source anyway), else from decoding the source here.
     `cpu_seconds` adds up the process CPU time spent measuring (the decoder's threads included),
     for the benchmark."""
 
@@ -61,39 +57,48 @@ class PyAvCopyInspector:
         self._lock = threading.Lock()
         self.cpu_seconds = 0.0
 
-    async def inspect(self, source: Path, copy: Path, plan: EffectsPlan) -> CopyLook:
-        return await asyncio.to_thread(self.inspect_blocking, source, copy, plan)
+    async def inspect(
+        self,
+        source: Path,
+        copy: Path,
+        plan: EffectsPlan,
+        source_frames: Path | None = None,
+        copy_frames: Path | None = None,
+    ) -> CopyLook:
+        return await asyncio.to_thread(self.inspect_blocking, source, copy, plan, source_frames, copy_frames)
 
-    def inspect_blocking(self, source: Path, copy: Path, plan: EffectsPlan) -> CopyLook:
+    def inspect_blocking(
+        self,
+        source: Path,
+        copy: Path,
+        plan: EffectsPlan,
+        source_frames: Path | None = None,
+        copy_frames: Path | None = None,
+    ) -> CopyLook:
         with self._lock:
             began = time.process_time()
             try:
-                return self._measure(self._sampled(source), copy, plan)
+                return self._measure(self._sampled(source, source_frames), copy, plan, copy_frames)
             finally:
                 self.cpu_seconds += time.process_time() - began
 
-    def _sampled(self, path: Path) -> _Source:
+    def _sampled(self, path: Path, kept: Path | None) -> _Source:
         stat = path.stat()
-        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        key = (str(path), stat.st_size, stat.st_mtime_ns, str(kept))
         if self._source is None or self._source.key != key:
-            import av
-
-            with av.open(str(path)) as container:
-                codec = container.streams.video[0].codec_context
-                width, height = codec.width, codec.height
-            duration_s, fps = duration_and_rate(path)
-            # A copy's moment lands within a frame of the source's, at any planned speed.
-            reach = 1.5 / fps if fps else 0.06
-            pictures = tuple(frames_near(path, moments(duration_s, self._samples), reach))
-            self._source = _Source(key, width, height, duration_s, pictures)
+            head = header(path)
+            wanted = moments(head.duration_s, self._samples)
+            pictures = kept_frames(kept) if kept is not None else frames_near(path, wanted, reach_s(head.fps))
+            self._source = _Source(key, head.width, head.height, head.duration_s, tuple(pictures))
         return self._source
 
-    def _measure(self, original: _Source, copy: Path, plan: EffectsPlan) -> CopyLook:
+    def _measure(self, original: _Source, copy: Path, plan: EffectsPlan, kept: Path | None) -> CopyLook:
         wanted = [m / plan.speed for m in moments(original.duration_s, self._samples)]
         window = crop_window(plan, original.width, original.height)
         times = np.array([p.at for p in original.pictures])
         similarity, distances, fingerprint = [], [], []
-        for picture in nearest_frames(copy, wanted):
+        seen_in_copy = nearest(kept_frames(kept), wanted) if kept is not None else nearest_frames(copy, wanted)
+        for picture in seen_in_copy:
             # The copy at time t shows the source at t x speed.
             match = int(np.argmin(np.abs(times - picture.at * plan.speed)))
             seen = original.pictures[match].gray
