@@ -60,7 +60,7 @@ def scene_figures(scene: str, tmp: Path, copies: int, seconds: float, size: tupl
     kept = tmp / f"{scene}-source.nut"
     first: list[CopyQuality] = []
     first_prints: list[tuple[int, ...]] = []
-    kept: dict[int, tuple[int, ...]] = {}
+    accepted: dict[int, tuple[int, ...]] = {}
     rerenders = given_up = 0
     delivered: list[CopyQuality] = []
     for plan in plan_copies(SEED, copies):
@@ -79,10 +79,10 @@ def scene_figures(scene: str, tmp: Path, copies: int, seconds: float, size: tupl
                 pairs = [pair_distance(look.fingerprint, other) for other in first_prints]
                 first.append(CopyQuality(look.ssim, look.phash_distance, min(pairs) if pairs else None))
                 first_prints.append(look.fingerprint)
-            pairs = [pair_distance(look.fingerprint, other) for other in kept.values()]
+            pairs = [pair_distance(look.fingerprint, other) for other in accepted.values()]
             quality = CopyQuality(look.ssim, look.phash_distance, min(pairs) if pairs else None, attempt)
             if not thresholds.shortfalls(quality):
-                kept[plan.copy_index] = look.fingerprint
+                accepted[plan.copy_index] = look.fingerprint
                 delivered.append(quality)
                 break
             if attempt == MAX_RERENDERS:
