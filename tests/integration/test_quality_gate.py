@@ -134,3 +134,13 @@ async def test_frames_kept_by_the_render_and_the_verification_measure_like_decod
     slow = PyAvCopyInspector().inspect_blocking(source, copy, plan)
     assert abs(fast.ssim - slow.ssim) < 0.02
     assert abs(fast.phash_distance - slow.phash_distance) <= 1.5
+
+
+async def test_a_clip_of_a_few_frames_is_measured_too(tmp_path: Path) -> None:
+    source = make_scene(tmp_path / "short.mp4", "fast_motion", seconds=0.2, width=240, height=432)
+    plan = EffectsPlan.derive(3, 0)
+    copy, kept, seen = tmp_path / "copy.mp4", tmp_path / "source.nut", tmp_path / "copy.nut"
+    await FfmpegTranscoder().render(plan, source, copy, source_frames=kept)
+    await FfmpegDecodingProber().probe(copy, full_decode=True, keep_frames=seen)
+    look = PyAvCopyInspector().inspect_blocking(source, copy, plan, kept, seen)
+    assert len(look.fingerprint) == 12 and 0.0 < look.ssim <= 1.0

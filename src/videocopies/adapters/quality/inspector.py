@@ -88,7 +88,9 @@ class PyAvCopyInspector:
         if self._source is None or self._source.key != key:
             head = header(path)
             wanted = moments(head.duration_s, self._samples)
-            pictures = kept_frames(kept) if kept is not None else frames_near(path, wanted, reach_s(head.fps))
+            pictures = kept_frames(kept) if kept is not None else []
+            # A video too short, or too sparse, for the kept frames: decode it here.
+            pictures = pictures or frames_near(path, wanted, reach_s(head.fps)) or nearest_frames(path, wanted)
             self._source = _Source(key, head.width, head.height, head.duration_s, tuple(pictures))
         return self._source
 
@@ -97,7 +99,8 @@ class PyAvCopyInspector:
         window = crop_window(plan, original.width, original.height)
         times = np.array([p.at for p in original.pictures])
         similarity, distances, fingerprint = [], [], []
-        seen_in_copy = nearest(kept_frames(kept), wanted) if kept is not None else nearest_frames(copy, wanted)
+        pictures = kept_frames(kept) if kept is not None else []
+        seen_in_copy = nearest(pictures, wanted) if pictures else nearest_frames(copy, wanted)
         for picture in seen_in_copy:
             # The copy at time t shows the source at t x speed.
             match = int(np.argmin(np.abs(times - picture.at * plan.speed)))
