@@ -2,11 +2,12 @@
 same work with the same parallelism.
 
 The pipeline: 20 clips (720x1280, 3 s, 25 fps), one copy each, confirmed through the
-application layer and served by 1, 2, 3 and 4 `videocopies worker` processes. Each job
-goes through the queue, the lease, download from the store, FFmpeg, full-decode
-verification, upload and checkpoint. The baseline: a plain loop with the same parallelism
-that runs the identical FFmpeg command and the identical verification (a PyAV header probe,
-then every frame decoded by an FFmpeg child) for each copy.
+application layer and served by 1, 2, 3 and 4 `videocopies worker` processes through a
+`videocopies core` process's Job API. Each job goes through the queue, the lease, download
+from the store, FFmpeg, full-decode verification, the quality gate, upload and checkpoint.
+The baseline: a plain loop with the same parallelism that runs the identical FFmpeg command,
+the identical verification (a PyAV header probe, then every frame decoded by an FFmpeg
+child) and the identical gate for each copy.
 Then one order of 5 copies measures when the first copy is ready against the whole order.
 Last, gate_cpu_share: the quality gate's CPU seconds (source and copy sampled, measured) as a
 share of the render's, over one-copy jobs (the gate's worst case: nothing shared between
@@ -53,6 +54,7 @@ from videocopies.domain.coins import LotKind
 from videocopies.domain.effects import EffectsPlan, plan_copies
 from videocopies.domain.shared import UserId
 from videocopies.roles.containers import PostgresService
+from videocopies.roles.launch import CoreProcess, issue_token
 from videocopies.settings import Settings
 
 SECRET = "bench-worker"
@@ -110,24 +112,31 @@ async def _orders(url: str, store_dir: Path, clip: Path, orders: int, copies: in
         await notifier.stop()
 
 
-def _start_workers(url: str, count: int, tmp: Path) -> list[subprocess.Popen[bytes]]:
-    env = {**os.environ, "VIDEOCOPIES_QUOTE_SECRET": SECRET, "VIDEOCOPIES_DATABASE_URL": url,
-           "VIDEOCOPIES_WORK_DIR": str(tmp / "work"), "VIDEOCOPIES_STORE_DIR": str(tmp / "objects")}
+def _start_workers(url: str, count: int, tmp: Path) -> tuple[CoreProcess, list[subprocess.Popen[bytes]]]:
+    """Core on the database and `count` HTTP workers sharing its local store, as deployed."""
+    core = CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_STORE_DIR=str(tmp / "objects")).start()
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("VIDEOCOPIES_", "PG")) and "DATABASE" not in key}
+    env.update({"VIDEOCOPIES_CORE_URL": core.url, "VIDEOCOPIES_WORK_DIR": str(tmp / "work"),
+                "VIDEOCOPIES_STORE_DIR": str(tmp / "objects")})
     workers = [
         subprocess.Popen([sys.executable, "-m", "videocopies.cli", "worker"],
-                         env={**env, "VIDEOCOPIES_WORKER_ID": f"bench-{i}"}, stderr=subprocess.DEVNULL)
+                         env={**env, "VIDEOCOPIES_NODE_TOKEN": issue_token(url, f"bench-{i}")},
+                         stderr=subprocess.DEVNULL)
         for i in range(count)
     ]
-    time.sleep(3.0)  # imports and pool start, before the clock runs
-    return workers
+    time.sleep(3.0)  # imports and the first long poll, before the clock runs
+    return core, workers
 
 
-def _stop(workers: list[subprocess.Popen[bytes]]) -> float:
+def _stop(started: tuple[CoreProcess, list[subprocess.Popen[bytes]]]) -> float:
+    core, workers = started
     peak = max(_peak_rss_mib(w.pid) for w in workers)
     for w in workers:
         w.send_signal(signal.SIGTERM)
     for w in workers:
         w.wait(timeout=60)
+    core.stop()
     return peak
 
 
