@@ -11,6 +11,7 @@ from videocopies.domain.coins import GrantRules, LotKind
 from videocopies.domain.coins.grants import DEFAULT_VALIDITY
 from videocopies.domain.payments import DEFAULT_PACKAGES, CoinPackage, PackageCatalog
 from videocopies.domain.pricing import PricingPolicy, Tariff
+from videocopies.domain.quality import QualityThresholds
 
 DEFAULT_TARIFF = Tariff(version=1, per_copy={1: 5, 5: 4, 10: 3})
 
@@ -91,3 +92,15 @@ def packages_from_env(env: os._Environ[str] | dict[str, str]) -> PackageCatalog:
     if len({p.stars for p in packages}) != len(packages):
         raise SystemExit("VIDEOCOPIES_COIN_PACKAGES: two packages at the same price")
     return PackageCatalog.of(packages)
+
+
+def quality_thresholds(env: dict[str, str] | None = None) -> QualityThresholds:
+    """The quality gate's floors: VIDEOCOPIES_MIN_SSIM, VIDEOCOPIES_MIN_PHASH_DISTANCE and
+    VIDEOCOPIES_MIN_PAIR_DISTANCE override the calibrated defaults (docs/quality.md)."""
+    env = os.environ if env is None else env
+    defaults = QualityThresholds()
+    return QualityThresholds(
+        min_ssim=float(env.get("VIDEOCOPIES_MIN_SSIM", defaults.min_ssim)),
+        min_phash_distance=float(env.get("VIDEOCOPIES_MIN_PHASH_DISTANCE", defaults.min_phash_distance)),
+        min_pair_distance=float(env.get("VIDEOCOPIES_MIN_PAIR_DISTANCE", defaults.min_pair_distance)),
+    )

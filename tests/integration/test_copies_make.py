@@ -34,11 +34,18 @@ def test_a_clip_becomes_verified_copies_and_a_report(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert [c["copy"] for c in report["copies"]] == [1, 2, 3, 4, 5]
-    assert len({c["sha256"] for c in report["copies"]}) == 5
-    for copy in report["copies"]:
+    made = [c for c in report["copies"] if c["file"] is not None]
+    assert len(made) >= 4  # a copy the quality gate gave up on is listed without a file
+    assert len({c["sha256"] for c in made}) == len(made)
+    gate = report["thresholds"]
+    for copy in made:
         with av.open(str(tmp_path / "out" / copy["file"])) as container:
             assert sum(1 for _ in container.decode(video=0)) > 40
-        assert set(copy) >= {"effects", "sha256", "size", "duration_s", "render_seconds"}
+        assert set(copy) >= {"effects", "sha256", "size", "duration_s", "render_seconds", "ssim", "phash_distance",
+                             "min_pair_distance"}
+        assert copy["ssim"] >= gate["min_ssim"] and copy["phash_distance"] >= gate["min_phash_distance"]
+    assert made[0]["min_pair_distance"] is None or made[0]["copy"] > 1
+    assert all(c["min_pair_distance"] >= gate["min_pair_distance"] for c in made[1:])
     assert _scratch_dirs() == before
 
 

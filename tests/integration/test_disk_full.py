@@ -48,7 +48,7 @@ class FillsTheDiskAfterFirstCopy:
     def __init__(self, inner: FfmpegTranscoder, disk: Path) -> None:
         self._inner, self._disk, self.rendered = inner, disk, 0
 
-    async def render(self, plan, source: Path, target: Path) -> None:  # type: ignore[no-untyped-def]
+    async def render(self, plan, source: Path, target: Path, **_: object) -> None:  # type: ignore[no-untyped-def]
         await self._inner.render(plan, source, target)
         self.rendered += 1
         if self.rendered == 1:

@@ -12,6 +12,7 @@ from videocopies.application import use_cases as uc
 from videocopies.application.ports import ObjectStore
 from videocopies.application.worker import copy_key
 from videocopies.domain.jobs import CopyArtifact
+from videocopies.domain.quality import CopyQuality
 from videocopies.domain.shared import JobId, OwnerToken, WorkerId
 
 
@@ -32,6 +33,12 @@ class InProcessJobLeases:
         return bool(
             await self._cases.checkpoint_copy()(uc.CheckpointCopyCommand(job_id, token, index, artifact, self._worker))
         )
+
+    async def give_up_copy(
+        self, job_id: JobId, token: OwnerToken, index: int, reason: str, quality: CopyQuality | None
+    ) -> bool:
+        command = uc.GiveUpCopyCommand(job_id, token, index, reason, quality, self._worker)
+        return bool(await self._cases.give_up_copy()(command))
 
     async def complete(self, job_id: JobId, token: OwnerToken, receipt_id: str) -> dict[str, Any]:
         return dict(await self._cases.complete_job()(uc.CompleteJobCommand(job_id, token, receipt_id, self._worker)))

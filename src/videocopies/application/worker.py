@@ -15,10 +15,11 @@ from typing import Any, Protocol
 import attrs
 
 from videocopies.application.errors import UnusableMedia
-from videocopies.application.ports import Prober, ProbeResult, Transcoder
+from videocopies.application.ports import CopyInspector, Prober, ProbeResult, Transcoder
 from videocopies.application.use_cases import ClaimedJob
 from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.jobs import CopyArtifact, LeaseLost
+from videocopies.domain.quality import MAX_RERENDERS, CopyQuality, QualityThresholds, pair_distance, variant
 from videocopies.domain.shared import JobId, OwnerToken, WorkerId
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,11 @@ class JobLeases(Protocol):
         """Extend the lease; True when the user asked to cancel."""
         ...
     async def checkpoint(self, job_id: JobId, token: OwnerToken, index: int, artifact: CopyArtifact) -> bool: ...
+    async def give_up_copy(
+        self, job_id: JobId, token: OwnerToken, index: int, reason: str, quality: CopyQuality | None
+    ) -> bool:
+        """The copy failed the quality gate on every allowed render: settle it without a file."""
+        ...
     async def complete(self, job_id: JobId, token: OwnerToken, receipt_id: str) -> dict[str, Any]: ...
     async def fail(
         self, job_id: JobId, token: OwnerToken, reason: str, retryable: bool, receipt_id: str
@@ -138,9 +144,12 @@ class Worker:
         prober: Prober,
         disk: DiskSpace,
         settings: WorkerSettings,
+        inspector: CopyInspector | None = None,
+        thresholds: QualityThresholds | None = None,
     ) -> None:
         self._leases, self._files, self._transcoder = leases, files, transcoder
         self._prober, self._disk, self._settings = prober, disk, settings
+        self._inspector, self._thresholds = inspector, thresholds or QualityThresholds()
         self._stopping = asyncio.Event()
         self.busy = False  # holding a job: a stop must wait for it to be given back
 
@@ -257,15 +266,68 @@ class Worker:
             if refused.permanent:
                 raise BadSource(refused.reason) from refused
             raise
+        fingerprints: dict[int, tuple[int, ...]] = {}
         for index, plan in job.remaining:
             target = workdir / f"copy-{index}.mp4"
-            await self._transcoder.render(plan, source, target)
-            made = await self._prober.probe(target, full_decode=True)
-            check_copy(original, made, plan, index, self._settings.duration_tolerance_s)
+            made, quality = await self._make(job, source, target, original, plan, fingerprints, index)
+            if made is None:
+                assert quality is not None
+                reason = ",".join(s.value for s in self._thresholds.shortfalls(quality))
+                log.info("copy %d of job %s given up after %d renders: %s", index, job.job_id, quality.attempt + 1,
+                         reason)
+                await self._leases.give_up_copy(job.job_id, job.token, index, reason, quality)
+                continue
             key, stored_size, sha256 = await _not_abandoned(self._files.store_copy(job, index, target))
             target.unlink()
-            artifact = CopyArtifact(key, stored_size, sha256, made.duration_s, made.width, made.height)
+            artifact = CopyArtifact(key, stored_size, sha256, made.duration_s, made.width, made.height, quality)
             await self._leases.checkpoint(job.job_id, job.token, index, artifact)
+
+    async def _make(
+        self,
+        job: ClaimedJob,
+        source: Path,
+        target: Path,
+        original: ProbeResult,
+        plan: EffectsPlan,
+        fingerprints: dict[int, tuple[int, ...]],
+        index: int,
+    ) -> tuple[ProbeResult | None, CopyQuality | None]:
+        """Render and verify the copy; with a quality gate, render it again with the next variant
+        of its plan while it misses a threshold, at most MAX_RERENDERS times. The variants depend
+        only on the plan, so a worker that takes the job over renders the same ones. Returns the probe
+        of the kept copy (None when every render missed) and the figures it was judged by."""
+        quality = None
+        # The first render keeps the source's frames for the gate; later ones reuse them.
+        kept = source.with_name("source-frames.nut")
+        for attempt in range(MAX_RERENDERS + 1):
+            used = variant(plan, attempt)
+            if self._inspector is not None and not kept.exists():
+                await self._transcoder.render(used, source, target, source_frames=kept)
+            else:
+                await self._transcoder.render(used, source, target)
+            if self._inspector is None:
+                made = await self._prober.probe(target, full_decode=True)
+                check_copy(original, made, used, index, self._settings.duration_tolerance_s)
+                return made, None
+            # The verification's full decode keeps the copy's frames the gate compares.
+            seen = target.with_suffix(".frames.nut")
+            made = await self._prober.probe(target, full_decode=True, keep_frames=seen)
+            check_copy(original, made, used, index, self._settings.duration_tolerance_s)
+            try:
+                look = await self._inspector.inspect(
+                    source, target, used, kept if kept.exists() else None, seen if seen.exists() else None
+                )
+            finally:
+                seen.unlink(missing_ok=True)
+            pairs = [pair_distance(look.fingerprint, other) for other in fingerprints.values()]
+            quality = CopyQuality(look.ssim, look.phash_distance, min(pairs) if pairs else None, attempt)
+            if not self._thresholds.shortfalls(quality):
+                fingerprints[index] = look.fingerprint
+                return made, quality
+            log.info("copy %d of job %s misses the quality gate on render %d: %s", index, job.job_id, attempt + 1,
+                     quality)
+            target.unlink(missing_ok=True)
+        return None, quality
 
 
 async def _not_abandoned(operation: Any) -> Any:

@@ -122,6 +122,7 @@ class UseCases(containers.DeclarativeContainer):
         uc.RenewLease, uow=gateways.lease_uow.provider, clock=gateways.clock, ttl=settings.provided.lease_ttl
     )
     checkpoint_copy = providers.Singleton(uc.CheckpointCopy, uow=gateways.lease_uow.provider, clock=gateways.clock)
+    give_up_copy = providers.Singleton(uc.GiveUpCopy, uow=gateways.lease_uow.provider, clock=gateways.clock)
     complete_job = providers.Singleton(uc.CompleteJob, uow=gateways.lease_uow.provider, clock=gateways.clock)
     fail_job = providers.Singleton(
         uc.FailJob, uow=gateways.lease_uow.provider, clock=gateways.clock, notifier=gateways.notifier

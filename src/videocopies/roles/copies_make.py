@@ -16,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import attrs
 import uvloop
 
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
@@ -24,14 +25,16 @@ from videocopies.adapters.objectstore import FilesystemObjectStore
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.probe import Limits, MediaRejected, PyAvProber
+from videocopies.adapters.quality import PyAvCopyInspector
 from videocopies.application import use_cases as uc
 from videocopies.application.worker import Worker, WorkerSettings
 from videocopies.domain.coins import LotKind
 from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.orders import OrderState
+from videocopies.domain.quality import variant
 from videocopies.domain.shared import UserId, WorkerId
 from videocopies.roles.containers import PostgresService
-from videocopies.settings import DEFAULT_TARIFF, Settings
+from videocopies.settings import DEFAULT_TARIFF, Settings, quality_thresholds
 
 LOCAL_USER = UserId(1)
 MAX_INPUT_BYTES = 2 * 1024**3
@@ -44,9 +47,9 @@ class TimedTranscoder:
         self._inner = inner
         self.seconds: dict[int, float] = {}
 
-    async def render(self, plan: EffectsPlan, source: Path, target: Path) -> None:
+    async def render(self, plan: EffectsPlan, source: Path, target: Path, source_frames: Path | None = None) -> None:
         began = time.perf_counter()
-        await self._inner.render(plan, source, target)
+        await self._inner.render(plan, source, target, source_frames=source_frames)
         self.seconds[plan.copy_index] = round(time.perf_counter() - began, 3)
 
 
@@ -72,6 +75,7 @@ async def _make(source: Path, copies: int, out: Path, scratch: Path) -> dict[str
                 InProcessJobLeases(cases, WorkerId("local")), StoreJobFiles(store), transcoder, PyAvProber(),
                 LocalDisk(),
                 WorkerSettings(WorkerId("local"), scratch / "work", renew_every_s=5.0),
+                inspector=PyAvCopyInspector(), thresholds=quality_thresholds(),
             )
             await worker.run_once()
             async with service.gateways.uow() as uow:
@@ -82,15 +86,27 @@ async def _make(source: Path, copies: int, out: Path, scratch: Path) -> dict[str
                 raise RuntimeError(reason)
             report = []
             for index, artifact in sorted(job.checkpoints.items()):
+                quality = artifact.quality
+                rerenders = quality.attempt if quality else 0
+                figures = {
+                    "ssim": quality.ssim if quality else None,
+                    "phash_distance": quality.phash_distance if quality else None,
+                    "min_pair_distance": quality.min_pair_distance if quality else None,
+                    "renders": rerenders + 1,
+                    "effects": variant(job.plans[index], rerenders).to_dict(),
+                }
+                if artifact.is_given_up:
+                    report.append({"copy": index + 1, "file": None, "failed": artifact.failure, **figures})
+                    continue
                 name = f"{source.stem}-copy{index + 1}.mp4"
                 await store.get_file(artifact.object_key, out / name)
                 report.append({
-                    "copy": index + 1, "file": name, "effects": job.plans[index].to_dict(),
+                    "copy": index + 1, "file": name, **figures,
                     "sha256": artifact.sha256, "size": artifact.size, "duration_s": round(artifact.duration_s, 3),
                     "width": artifact.width, "height": artifact.height,
                     "render_seconds": transcoder.seconds.get(index),
                 })
-            return {"source": source.name, "copies": report}
+            return {"source": source.name, "thresholds": attrs.asdict(quality_thresholds()), "copies": report}
         finally:
             await pool.close()
 
@@ -125,6 +141,9 @@ def make_copies(source: Path, copies: int, out: Path) -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     for item in report["copies"]:
+        if item["file"] is None:
+            print(f"copy {item['copy']}: not made ({item['failed']} after {item['renders']} renders)")
+            continue
         print(f"copy {item['copy']}: {item['file']}  {item['size']} bytes  sha256 {item['sha256'][:16]}…  "
               f"rendered in {item['render_seconds']} s")
     print(f"report: {out / 'report.json'}")

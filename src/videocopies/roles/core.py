@@ -185,6 +185,7 @@ class Core:
         self.services = JobApiServices(
             authenticator=self.authenticator, waiters=self.waiters,
             renew_lease=cases.renew_lease(), checkpoint_copy=cases.checkpoint_copy(),
+            give_up_copy=cases.give_up_copy(),
             complete_job=cases.complete_job(), fail_job=cases.fail_job(),
             acknowledge_cancel=cases.acknowledge_cancel(), inspect_held_job=cases.inspect_held_job(),
             store=store, info=self.info, queued=self.outbox_news.queued, metrics=self.metrics,

@@ -31,8 +31,10 @@ from videocopies.adapters.http.client import (
 )
 from videocopies.adapters.inprocess import LocalDisk, StoreJobFiles
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
+from videocopies.adapters.quality import PyAvCopyInspector
 from videocopies.application.worker import JobFiles, Worker, WorkerSettings
 from videocopies.domain.shared import WorkerId
+from videocopies.settings import quality_thresholds
 
 log = logging.getLogger("videocopies.worker")
 
@@ -58,7 +60,8 @@ async def serve(env: dict[str, str]) -> int:
         )
         leases = HttpJobLeases(core, wait_s=float(env.get("VIDEOCOPIES_CLAIM_WAIT_S", "20")))
         worker = Worker(
-            leases, job_files(env, core), FfmpegTranscoder(), FfmpegDecodingProber(), LocalDisk(), settings
+            leases, job_files(env, core), FfmpegTranscoder(), FfmpegDecodingProber(), LocalDisk(), settings,
+            inspector=PyAvCopyInspector(), thresholds=quality_thresholds(env),
         )
         if removed := worker.remove_orphans():
             log.info("removed %d leftovers of an earlier run", removed)

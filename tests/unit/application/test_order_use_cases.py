@@ -124,7 +124,7 @@ async def test_an_order_from_quote_to_done_charges_each_delivered_copy_once(shop
     # Every copy rendered: one charged already, four as their deliveries are reported.
     assert closed.payload == {
         "order_id": order_id, "state": "done", "copies": 5, "charged": 4, "pending": 16, "released": 0,
-        "reason": None,
+        "reason": None, "made": 5,
     }
     assert shop.figures() == (30, 16, 4, 0)  # rendered copies stay reserved until delivered
 

@@ -14,11 +14,12 @@ from videocopies.adapters.inprocess import InProcessJobLeases, StoreJobFiles
 from videocopies.adapters.memory.objectstore import InMemoryObjectStore
 from videocopies.application import use_cases as uc
 from videocopies.application.errors import UnusableMedia
-from videocopies.application.ports import ProbeResult
+from videocopies.application.ports import CopyLook, ProbeResult
 from videocopies.application.worker import Worker, WorkerSettings, disk_needed
 from videocopies.domain.coins import LotKind
 from videocopies.domain.jobs import JobState
-from videocopies.domain.orders import OrderState
+from videocopies.domain.orders import CopyState, OrderState
+from videocopies.domain.quality import QualityThresholds
 from videocopies.domain.shared import UserId, WorkerId
 from videocopies.roles.containers import InMemoryService
 from videocopies.settings import Settings
@@ -36,7 +37,7 @@ class ScriptedTranscoder:
         self.hang_on: int | None = None
         self.interrupted = 0
 
-    async def render(self, plan, source: Path, target: Path) -> None:  # type: ignore[no-untyped-def]
+    async def render(self, plan, source: Path, target: Path, **_: object) -> None:  # type: ignore[no-untyped-def]
         self.started.append(plan.copy_index)
         if plan.copy_index == self.hang_on:
             try:
@@ -50,7 +51,7 @@ class ScriptedTranscoder:
 
 
 class ScriptedProber:
-    async def probe(self, path: Path, full_decode: bool = True) -> ProbeResult:
+    async def probe(self, path: Path, full_decode: bool = True, keep_frames: Path | None = None) -> ProbeResult:
         text = path.read_text()
         if text == "not a video":
             raise UnusableMedia("no video stream")
@@ -74,6 +75,22 @@ class Disk:
         return self.free
 
 
+class ScriptedInspector:
+    """Judges copies by a script: (copy index, render attempt) -> (ssim, phash distance,
+    fingerprint); anything unscripted looks fine and unlike every other copy."""
+
+    def __init__(self, script: dict[tuple[int, int], tuple[float, float, tuple[int, ...]]] | None = None) -> None:
+        self.script = script or {}
+        self.inspected: list[tuple[int, int]] = []
+
+    async def inspect(self, source: Path, copy: Path, plan, *_: Path | None) -> CopyLook:  # type: ignore[no-untyped-def]
+        assert json.loads(copy.read_text())["plan"] == plan.to_dict()  # the copy rendered from this plan
+        self.inspected.append((plan.copy_index, plan.attempt))
+        default = (0.98, 10.0, (1 << (plan.copy_index * 8 + plan.attempt),) * 4)
+        ssim, distance, fingerprint = self.script.get((plan.copy_index, plan.attempt), default)
+        return CopyLook(ssim, distance, fingerprint)
+
+
 class Rig:
     def __init__(self, root: Path) -> None:
         self.service = InMemoryService(settings=Settings(quote_secret=b"w"))
@@ -86,10 +103,13 @@ class Rig:
         self.disk = Disk()
         self.root = root
 
-    def worker(self, name: str = "w1") -> Worker:
+    def worker(self, name: str = "w1", inspector: ScriptedInspector | None = None) -> Worker:
         settings = WorkerSettings(WorkerId(name), self.root, renew_every_s=0.01)
         leases = InProcessJobLeases(self.cases, WorkerId(name))
-        return Worker(leases, StoreJobFiles(self.objects), self.transcoder, ScriptedProber(), self.disk, settings)
+        return Worker(
+            leases, StoreJobFiles(self.objects), self.transcoder, ScriptedProber(), self.disk, settings,
+            inspector=inspector, thresholds=QualityThresholds(min_ssim=0.9, min_phash_distance=4, min_pair_distance=2),
+        )
 
     async def order(self, copies: int = 5) -> str:
         await self.cases.grant_coins()(uc.GrantCoinsCommand(USER, LotKind.START, 50, timedelta(days=30)))
@@ -237,3 +257,56 @@ async def test_a_probe_that_ran_out_of_time_is_retried_not_failed(rig: Rig) -> N
     job = next(iter(rig.store.jobs.values()))
     assert job.state is JobState.QUEUED and rig.store.orders[order_id].state is not OrderState.FAILED
     assert rig.leftovers() == []
+
+
+async def test_a_copy_that_misses_the_gate_is_rendered_again_with_the_next_variant_and_delivered(rig: Rig) -> None:
+    # Copy 2's first render is a re-encode in all but name: a matcher would see the source.
+    inspector = ScriptedInspector({(1, 0): (0.999, 0.5, (7, 7, 7, 7))})
+    order_id = await rig.order(5)
+    assert await rig.worker(inspector=inspector).run_once()
+    assert inspector.inspected == [(0, 0), (1, 0), (1, 1), (2, 0), (3, 0), (4, 0)]
+    job = next(iter(rig.store.jobs.values()))
+    assert [i for i, _ in rig.transcoder.rendered] == [0, 1, 1, 2, 3, 4]
+    assert rig.transcoder.rendered[2][1] == job.plans[1].next_variant().to_dict()
+    assert job.checkpoints[1].quality is not None and job.checkpoints[1].quality.attempt == 1
+    assert job.checkpoints[1].quality.phash_distance == 10.0
+    assert job.checkpoints[0].quality.min_pair_distance is None  # the first copy has no other to match
+    assert job.checkpoints[2].quality.min_pair_distance is not None
+    assert rig.store.orders[order_id].state is OrderState.DONE
+    assert [m.kind for m in rig.store.outbox.values()].count("copy_ready") == 5
+    assert rig.leftovers() == []
+
+
+async def test_a_copy_that_misses_the_gate_three_times_is_given_up_not_delivered_not_charged(rig: Rig) -> None:
+    # Every render of copy 1 looks noticeably different from the source.
+    inspector = ScriptedInspector({(0, attempt): (0.5, 10.0, (attempt,) * 4) for attempt in range(3)})
+    order_id = await rig.order(5)
+    assert rig.balance() == (30, 20, 0)
+    assert await rig.worker(inspector=inspector).run_once()
+    assert [a for i, a in inspector.inspected if i == 0] == [0, 1, 2]  # rendered at most twice again
+    order = rig.store.orders[order_id]
+    assert order.state is OrderState.DONE
+    assert order.copies[0].state is CopyState.DROPPED
+    job = next(iter(rig.store.jobs.values()))
+    assert job.checkpoints[0].is_given_up and job.checkpoints[0].failure == "looks_different"
+    assert job.checkpoints[0].quality is not None and job.checkpoints[0].quality.attempt == 2
+    kinds = [m.kind for m in rig.store.outbox.values()]
+    assert kinds.count("copy_ready") == 4  # copy 1 is never sent
+    (failed,) = [m for m in rig.store.outbox.values() if m.kind == "copy_failed"]
+    assert failed.payload["index"] == 0 and failed.payload["reason"] == "looks_different"
+    assert failed.payload["returned"] == 4 and failed.payload["tries"] == 3
+    assert rig.balance() == (34, 16, 0)  # its price went back at once
+    for index in range(1, 5):
+        await rig.cases.record_delivery()(uc.RecordDeliveryCommand(order_id, index))
+    assert rig.balance() == (34, 0, 16)  # four copies charged, the given-up one never
+    assert rig.leftovers() == []
+
+
+async def test_a_copy_almost_the_same_as_another_copy_is_rendered_again(rig: Rig) -> None:
+    same = (0.98, 10.0, (0xFF, 0xFF, 0xFF, 0xFF))
+    inspector = ScriptedInspector({(0, 0): same, (1, 0): same})
+    await rig.order(5)
+    assert await rig.worker(inspector=inspector).run_once()
+    assert (1, 1) in inspector.inspected and (0, 1) not in inspector.inspected
+    job = next(iter(rig.store.jobs.values()))
+    assert job.checkpoints[1].quality.attempt == 1 and job.checkpoints[1].quality.min_pair_distance >= 2

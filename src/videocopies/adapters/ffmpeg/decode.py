@@ -13,6 +13,7 @@ import attrs
 from videocopies.adapters.ffmpeg.binary import ffmpeg_binary
 from videocopies.adapters.ffmpeg.transcoder import _die_with_parent
 from videocopies.adapters.probe import CorruptMedia, MediaInfo, PyAvProber
+from videocopies.adapters.quality.sampling import COPY_REACH_FRAMES, kept_frames_filter
 
 
 class FfmpegDecodingProber:
@@ -21,19 +22,27 @@ class FfmpegDecodingProber:
         self._binary = binary or ffmpeg_binary()
         self._timeout_s = timeout_s
 
-    async def probe(self, path: Path, full_decode: bool = True) -> MediaInfo:
+    async def probe(self, path: Path, full_decode: bool = True, keep_frames: Path | None = None) -> MediaInfo:
+        """With `keep_frames`, the full decode also keeps there the few frames the quality gate
+        compares (small, gray, NUT with their times): the copy is decoded once for both."""
         info = await self._header.probe(path, full_decode=False)
         if not full_decode:
             return info
-        frames = await self._decode(path)
+        keep: list[str] = []
+        if keep_frames is not None:
+            chain = kept_frames_filter(info.duration_s, info.fps, COPY_REACH_FRAMES)
+            keep = ["-map", "0:v:0", "-vf", chain, "-c:v", "rawvideo", "-fps_mode", "passthrough", "-f", "nut",
+                    "-y", str(keep_frames)]
+        frames = await self._decode(path, keep)
         if frames <= 0:
             raise CorruptMedia("no frame could be decoded")
         return attrs.evolve(info, frames=frames, decoded=True)
 
-    async def _decode(self, path: Path) -> int:
+    async def _decode(self, path: Path, keep: list[str]) -> int:
+        # -progress counts the frames of the first output: every frame, whatever `keep` keeps.
         proc = await asyncio.create_subprocess_exec(
             self._binary, "-hide_banner", "-nostdin", "-v", "error", "-xerror", "-i", str(path),
-            "-map", "0:v:0", "-map", "0:a?", "-f", "null", "-", "-progress", "pipe:1", "-nostats",
+            "-map", "0:v:0", "-map", "0:a?", "-f", "null", "-", *keep, "-progress", "pipe:1", "-nostats",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, preexec_fn=_die_with_parent,
         )
         try:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import attrs
 
+from videocopies.adapters.quality.sampling import kept_frames_filter
 from videocopies.domain.effects import EffectsPlan
 
 AUDIO_RATE = 48_000
@@ -85,14 +86,29 @@ def audio_filters(plan: EffectsPlan) -> str:
 
 
 def ffmpeg_args(
-    plan: EffectsPlan, source: SourceInfo, source_path: Path, target: Path, *, threads: int | None = None
+    plan: EffectsPlan,
+    source: SourceInfo,
+    source_path: Path,
+    target: Path,
+    *,
+    threads: int | None = None,
+    source_frames: Path | None = None,
 ) -> list[str]:
-    """The full argument list after the binary: one pass, libx264 + AAC, progress on stdout."""
+    """The full argument list after the binary: one pass, libx264 + AAC, progress on stdout.
+    With `source_frames`, the source's frames at the quality gate's moments are also written
+    there (small, gray, NUT with their times): the render decodes them anyway."""
     args = ["-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1", "-nostats"]
-    args += ["-i", str(source_path), "-map", "0:v:0"]
+    args += ["-i", str(source_path)]
+    if source_frames is None:
+        args += ["-map", "0:v:0"]
+    else:
+        kept = kept_frames_filter(source.duration_s, source.fps)
+        graph = f"[0:v:0]split=2[copy][kept];[copy]{video_filters(plan, source)}[v];[kept]{kept}[k]"
+        args += ["-filter_complex", graph, "-map", "[v]"]
     if source.has_audio:
         args += ["-map", "0:a:0"]
-    args += ["-vf", video_filters(plan, source)]
+    if source_frames is None:
+        args += ["-vf", video_filters(plan, source)]
     if source.has_audio:
         args += ["-af", audio_filters(plan)]
     else:
@@ -109,6 +125,8 @@ def ffmpeg_args(
     if threads is not None:
         args += ["-threads", str(threads)]
     args += ["-movflags", "+faststart", "-f", "mp4", str(target)]
+    if source_frames is not None:
+        args += ["-map", "[k]", "-c:v", "rawvideo", "-fps_mode", "passthrough", "-f", "nut", str(source_frames)]
     return args
 
 

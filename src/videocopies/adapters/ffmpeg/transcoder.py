@@ -69,15 +69,19 @@ class FfmpegTranscoder:
         *,
         info: SourceInfo | None = None,
         on_progress: Progress | None = None,
+        source_frames: Path | None = None,
     ) -> None:
-        """Render `plan` of `source` into `target` (MP4), probing the source unless `info` is given."""
+        """Render `plan` of `source` into `target` (MP4), probing the source unless `info` is given;
+        with `source_frames`, keep the source's frames the quality gate compares with there too."""
         try:
             info = info or await asyncio.to_thread(probe, source)
-            args = ffmpeg_args(plan, info, source, target, threads=self._threads)
+            args = ffmpeg_args(plan, info, source, target, threads=self._threads, source_frames=source_frames)
             limit = self._timeout(info.duration_s, plan.speed)
             await self._run(args, output_duration(plan, info), limit, on_progress or (lambda _: None))
         except BaseException:
             target.unlink(missing_ok=True)
+            if source_frames is not None:
+                source_frames.unlink(missing_ok=True)
             raise
 
     async def _run(self, args: list[str], expected_s: float, limit: float, on_progress: Progress) -> None:

@@ -32,6 +32,7 @@ from videocopies.application.nodes import Node, NodeAuthenticator
 from videocopies.application.ports import ObjectStore
 from videocopies.application.worker import copy_key
 from videocopies.domain.jobs import CopyArtifact, LeaseLossReason, LeaseLost
+from videocopies.domain.quality import CopyQuality
 from videocopies.domain.shared import DomainError, JobId, OwnerToken, WorkerId
 
 API_VERSION = 1
@@ -66,6 +67,7 @@ class JobApiServices:
     inspect_held_job: Callable[..., Awaitable[uc.HeldJobView]]
     store: ObjectStore | None  # None: workers share core's storage directly, no URLs signed
     info: Callable[[], Awaitable[dict[str, Any]]]
+    give_up_copy: Callable[[uc.GiveUpCopyCommand], Awaitable[bool]] | None = None
     url_ttl: timedelta = timedelta(minutes=15)
     queued: Callable[[], None] = lambda: None  # a write may have queued a message for the user
     metrics: CoreMetrics = attrs.field(factory=CoreMetrics)
@@ -119,6 +121,19 @@ class RenewResponse(BaseModel):
     cancel_requested: bool
 
 
+class QualityIn(BaseModel):
+    """The quality gate's figures for a copy (see docs/quality.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    ssim: float = Field(ge=-1.0, le=1.0)
+    phash_distance: float = Field(ge=0.0, le=64.0)
+    min_pair_distance: float | None = Field(default=None, ge=0.0, le=64.0)
+    attempt: int = Field(default=0, ge=0, le=10)
+
+    def value(self) -> CopyQuality:
+        return CopyQuality(self.ssim, self.phash_distance, self.min_pair_distance, self.attempt)
+
+
 class CheckpointRequest(LeaseBody):
     object_key: str = Field(min_length=1, max_length=512, pattern=r"^[A-Za-z0-9._/-]+$")
     size: int = Field(ge=0, le=MAX_BYTES)
@@ -126,6 +141,12 @@ class CheckpointRequest(LeaseBody):
     duration_s: float = Field(ge=0.0, le=86_400.0)
     width: int = Field(ge=1, le=16_384)
     height: int = Field(ge=1, le=16_384)
+    quality: QualityIn | None = None
+
+
+class GiveUpRequest(LeaseBody):
+    reason: str = Field(min_length=1, max_length=200, pattern=r"^[a-z_,]+$")
+    quality: QualityIn | None = None
 
 
 class CheckpointResponse(BaseModel):
@@ -322,13 +343,31 @@ def create_app(services: JobApiServices, edge: Any = None, control: Any = None) 
         view = await services.inspect_held_job(JobId(job_id), OwnerToken(body.token), _wid(node))
         if body.object_key != copy_key(view.order_id, index, body.token):
             raise _Forbidden("a copy may only be recorded under the key issued for it")
-        artifact = CopyArtifact(body.object_key, body.size, body.sha256, body.duration_s, body.width, body.height)
+        quality = body.quality.value() if body.quality else None
+        artifact = CopyArtifact(
+            body.object_key, body.size, body.sha256, body.duration_s, body.width, body.height, quality
+        )
         recorded = await services.checkpoint_copy(
             uc.CheckpointCopyCommand(JobId(job_id), OwnerToken(body.token), index, artifact, _wid(node))
         )
         services.queued()  # the copy goes to the user now
         if recorded:
             services.metrics.copy_recorded(job_id)
+        return CheckpointResponse(recorded=recorded)
+
+    @app.post("/v1/jobs/{job_id}/copies/{index}/give-up", tags=["jobs"], responses=_REFUSALS)
+    async def give_up_copy(
+        job_id: JOB_ID, index: Annotated[int, Path(ge=0, le=99)], body: GiveUpRequest, node: Worker
+    ) -> CheckpointResponse:
+        """Settle a copy that failed the quality gate on every allowed render: not sent, not
+        charged, its price returned and the user told why."""
+        if services.give_up_copy is None:
+            raise NotFound("operation", "give-up")
+        quality = body.quality.value() if body.quality else None
+        recorded = await services.give_up_copy(
+            uc.GiveUpCopyCommand(JobId(job_id), OwnerToken(body.token), index, body.reason, quality, _wid(node))
+        )
+        services.queued()
         return CheckpointResponse(recorded=recorded)
 
     @app.post("/v1/jobs/{job_id}/complete", tags=["jobs"], responses=_REFUSALS)

@@ -24,6 +24,7 @@ from videocopies.application import use_cases as uc
 from videocopies.application.errors import NotFound
 from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.jobs import CopyArtifact, LeaseLossReason, LeaseLost
+from videocopies.domain.quality import CopyQuality
 from videocopies.domain.shared import JobId, OrderId, OwnerToken, WorkerId
 
 log = logging.getLogger(__name__)
@@ -173,8 +174,16 @@ class HttpJobLeases:
         body = {
             "token": token, "object_key": artifact.object_key, "size": artifact.size, "sha256": artifact.sha256,
             "duration_s": artifact.duration_s, "width": artifact.width, "height": artifact.height,
+            "quality": artifact.quality.to_dict() if artifact.quality else None,
         }
         answer = await self._core.call("POST", f"/v1/jobs/{job_id}/copies/{index}/checkpoint", body)
+        return bool(answer["recorded"])
+
+    async def give_up_copy(
+        self, job_id: JobId, token: OwnerToken, index: int, reason: str, quality: CopyQuality | None
+    ) -> bool:
+        body = {"token": token, "reason": reason, "quality": quality.to_dict() if quality else None}
+        answer = await self._core.call("POST", f"/v1/jobs/{job_id}/copies/{index}/give-up", body)
         return bool(answer["recorded"])
 
     async def complete(self, job_id: JobId, token: OwnerToken, receipt_id: str) -> dict[str, Any]:

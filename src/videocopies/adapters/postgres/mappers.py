@@ -13,6 +13,7 @@ from videocopies.domain.jobs import CopyArtifact, Job, JobState, Lease
 from videocopies.domain.orders import CopyState, Order, OrderCopy, OrderState
 from videocopies.domain.payments import Payment, Refund, RefundState
 from videocopies.domain.pricing import Quote
+from videocopies.domain.quality import CopyQuality
 from videocopies.domain.shared import JobId, LotId, OrderId, OwnerToken, UserId, WorkerId
 
 
@@ -126,7 +127,10 @@ def job_from_row(row: dict[str, Any]) -> Job:
             row["attempts"],
         )
     checkpoints = {
-        c["idx"]: CopyArtifact(c["object_key"], c["size"], c["sha256"], c["duration_s"], c["width"], c["height"])
+        c["idx"]: CopyArtifact(
+            c["object_key"], c["size"], c["sha256"], c["duration_s"], c["width"], c["height"],
+            CopyQuality.from_dict(c["quality"]) if c.get("quality") else None, c.get("failure"),
+        )
         for c in row["checkpoints"]
     }
     return Job(
@@ -180,6 +184,8 @@ def checkpoint_params(job_id: JobId, index: int, artifact: CopyArtifact, now: da
         "width": artifact.width,
         "height": artifact.height,
         "created_at": now,
+        "quality": Jsonb(artifact.quality.to_dict()) if artifact.quality else None,
+        "failure": artifact.failure,
     }
 
 

@@ -165,9 +165,10 @@ UPDATE jobs SET state = %(state)s, attempts = %(attempts)s, cancel_requested = %
    AND owner_token = %(fence)s AND lease_until > now();
 
 -- insert_checkpoint --
-INSERT INTO job_checkpoints (job_id, idx, object_key, size, sha256, duration_s, width, height, created_at)
+INSERT INTO job_checkpoints (job_id, idx, object_key, size, sha256, duration_s, width, height, created_at,
+                             quality, failure)
 VALUES (%(job_id)s, %(idx)s, %(object_key)s, %(size)s, %(sha256)s, %(duration_s)s, %(width)s,
-        %(height)s, %(created_at)s);
+        %(height)s, %(created_at)s, %(quality)s, %(failure)s);
 
 -- get_receipt --
 SELECT receipt_id, fingerprint, result FROM receipts WHERE receipt_id = %(receipt_id)s;

@@ -235,6 +235,8 @@ job_checkpoints = Table(
     Column("width", Integer, nullable=False),
     Column("height", Integer, nullable=False),
     _at("created_at"),
+    Column("quality", JSONB),  # the quality gate's figures (0011)
+    Column("failure", Text),  # set when the gate gave the copy up: no object was stored
     PrimaryKeyConstraint("job_id", "idx"),
 )
 

@@ -58,7 +58,9 @@ class PyAvProber:
         self._limits = limits or Limits()
         self._tolerance = tolerance or CopyTolerance()
 
-    async def probe(self, path: Path, full_decode: bool = True) -> MediaInfo:
+    async def probe(self, path: Path, full_decode: bool = True, keep_frames: Path | None = None) -> MediaInfo:
+        """`keep_frames` is not honoured here (nothing is written): a quality gate then decodes
+        the copy again itself."""
         cancelled = threading.Event()
         try:
             return await asyncio.to_thread(self.probe_blocking, path, full_decode, cancelled.is_set)

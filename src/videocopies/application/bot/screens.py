@@ -74,6 +74,13 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "cancel_button": "Cancel",
         "copy_ready": "Copy {n} of {copies}",
         "order_done": "All {copies} copies are ready: {total} coins, each copy charged as it arrives.",
+        "order_done_partly": "{made} of {copies} copies are ready: {total} coins, each copy charged as it "
+                             "arrives; nothing for the others.",
+        "copy_failed": "Copy {n} of {copies} could not be made: {why}, even after {tries} tries. It is not "
+                       "sent and not charged; {returned} coins returned.",
+        "why_looks_different": "every version looked noticeably different from your video",
+        "why_matches_source": "every version stayed too close to your video for platforms to tell apart",
+        "why_matches_other_copy": "every version was almost the same as another copy of this order",
         "order_cancelled": "Cancelled. Charged {charged} coins for copies you received; {released} returned.",
         "order_failed": "Sorry, the copies could not be made ({reason}). Charged {charged} coins for copies "
                         "you received{pending}; {released} returned.",
@@ -135,6 +142,13 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "cancel_button": "Отменить",
         "copy_ready": "Копия {n} из {copies}",
         "order_done": "Все {copies} копий готовы: {total} монет, каждая копия списывается при получении.",
+        "order_done_partly": "Готово {made} из {copies} копий: {total} монет, каждая копия списывается при "
+                             "получении; за остальные — ничего.",
+        "copy_failed": "Копию {n} из {copies} сделать не удалось: {why}, даже после {tries} попыток. Она не "
+                       "отправлена и не оплачивается; возвращено {returned} монет.",
+        "why_looks_different": "каждый вариант заметно отличался от вашего видео",
+        "why_matches_source": "каждый вариант оставался слишком похож на ваше видео, платформы бы их не различили",
+        "why_matches_other_copy": "каждый вариант почти совпадал с другой копией этого заказа",
         "order_cancelled": "Отменено. Списано {charged} монет за полученные копии; возвращено {released}.",
         "order_failed": "Не удалось сделать копии ({reason}). Списано {charged} монет за полученные копии"
                         "{pending}; возвращено {released}.",
@@ -189,10 +203,19 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
         invoice = Invoice(t("invoice_title", coins=coins), t("invoice_description", coins=coins), payload["offer"],
                           t("invoice_title", coins=coins), stars)
         return Screen(invoice.description, invoice=invoice)
+    if kind == "copy_failed":
+        first = str(payload.get("reason") or "matches_source").split(",")[0]
+        why = t(f"why_{first}") if f"why_{first}" in TEXTS["en"] else first
+        return Screen(t("copy_failed", n=payload["index"] + 1, copies=payload["copies"], why=why,
+                        tries=payload.get("tries", 3), returned=payload.get("returned", 0)))
     if kind == "order_closed":
         state = payload["state"]
         pending = payload.get("pending", 0)
         if state == "done":
+            made = payload.get("made", payload["copies"])
+            if made < payload["copies"]:
+                return Screen(t("order_done_partly", made=made, copies=payload["copies"],
+                                total=payload["charged"] + pending))
             return Screen(t("order_done", copies=payload["copies"], total=payload["charged"] + pending))
         if state == "cancelled":
             return Screen(t("order_cancelled", charged=payload["charged"], released=payload["released"]))

@@ -16,6 +16,8 @@ from videocopies.application.use_cases.grants import RewardReferral
 from videocopies.application.use_cases.lease_writes import (
     CheckpointCopy,
     CheckpointCopyCommand,
+    GiveUpCopy,
+    GiveUpCopyCommand,
     HeldJobView,
     InspectHeldJob,
     RenewLease,
@@ -37,6 +39,7 @@ __all__ = [
     "CheckpointCopyCommand", "ClaimJob", "ClaimJobCommand", "ClaimedJob", "CompleteJob",
     "CompleteJobCommand", "ConfirmOrder", "ConfirmOrderCommand", "CreditPayment",
     "CreditPaymentCommand", "ExpireCoins", "ExpireLeases", "FailJob", "FailJobCommand",
+    "GiveUpCopy", "GiveUpCopyCommand",
     "GiveUpDelivery", "GrantCoins", "GrantCoinsCommand", "HeldJobView", "InspectHeldJob", "QuoteOrder",
     "QuoteOrderCommand", "ReconcilePayments", "ReconciliationResult", "RefundPayment", "RefundPaymentCommand",
     "RewardReferral",

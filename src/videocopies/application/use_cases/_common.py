@@ -69,10 +69,18 @@ async def settle(uow: UnitOfWork, order: Order, released: int, now: datetime) ->
                 "pending": order.price_per_copy * order.count(CopyState.RENDERED),
                 "released": released,
                 "reason": order.failure_reason,
-            },
+            }
+            | _made(order),
             dedup_key=f"closed:{order.order_id}",
         )
     )
+
+
+def _made(order: Order) -> dict[str, int]:
+    """A done order may have fewer copies than were ordered: the quality gate gave some up."""
+    if order.state is not OrderState.DONE:
+        return {}
+    return {"made": order.count(CopyState.RENDERED) + order.count(CopyState.DELIVERED)}
 
 
 async def close_order_for_job(uow: UnitOfWork, job: Job, now: datetime) -> None:

@@ -9,11 +9,13 @@ import attrs
 from videocopies.application.ports import Clock, OutboxMessage
 from videocopies.application.use_cases._common import (
     UowFactory,
+    load_account,
     load_job,
     load_order,
     record_refusal,
 )
 from videocopies.domain.jobs import CopyArtifact, LeaseLost
+from videocopies.domain.quality import MAX_RERENDERS, CopyQuality
 from videocopies.domain.shared import JobId, OrderId, OwnerToken, WorkerId
 
 
@@ -95,6 +97,60 @@ class CheckpointCopy:
                 return True
         except LeaseLost as lost:
             await record_refusal(self._uow, lost, cmd.worker_id, "checkpoint", now)
+            raise
+
+
+@attrs.frozen
+class GiveUpCopyCommand:
+    job_id: JobId
+    token: OwnerToken
+    index: int
+    reason: str  # a Shortfall value, or several joined by commas
+    quality: CopyQuality | None = None
+    worker_id: WorkerId | None = None
+
+
+class GiveUpCopy:
+    """A copy that failed the quality gate on every allowed render is settled without a file:
+    never rendered again, never delivered, never charged. In the same transaction its price
+    returns to the user's lots and the user is told why."""
+
+    def __init__(self, uow: UowFactory, clock: Clock) -> None:
+        self._uow, self._clock = uow, clock
+
+    async def __call__(self, cmd: GiveUpCopyCommand) -> bool:
+        now = self._clock.now()
+        try:
+            async with self._uow() as uow:
+                job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
+                if not job.checkpoint(cmd.token, now, cmd.index, CopyArtifact.given_up(cmd.reason, cmd.quality)):
+                    return False
+                order = await load_order(uow, job.order_id)
+                returned = 0
+                if price := order.copy_given_up(cmd.index):
+                    account = await load_account(uow, order.user_id)
+                    reservation = account.reservation(order.order_id)
+                    if reservation is not None and reservation.open:
+                        returned = account.release(order.order_id, now, min(price, reservation.held))
+                    await uow.outbox.add(
+                        OutboxMessage(
+                            order.user_id,
+                            "copy_failed",
+                            {
+                                "order_id": order.order_id,
+                                "index": cmd.index,
+                                "copies": len(order.copies),
+                                "reason": cmd.reason,
+                                "tries": cmd.quality.attempt + 1 if cmd.quality else MAX_RERENDERS + 1,
+                                "returned": returned,
+                            },
+                            dedup_key=f"copy-failed:{order.order_id}:{cmd.index}",
+                        )
+                    )
+                await uow.commit()
+                return True
+        except LeaseLost as lost:
+            await record_refusal(self._uow, lost, cmd.worker_id, "give_up_copy", now)
             raise
 
 

@@ -23,6 +23,7 @@ from videocopies.domain.shared import DomainEvent, JobId, OrderId, OwnerToken, W
 
 if TYPE_CHECKING:
     from videocopies.domain.effects import EffectsPlan
+    from videocopies.domain.quality import CopyQuality
 
 
 class JobState(enum.Enum):
@@ -38,7 +39,8 @@ FINAL_JOB_STATES = frozenset({JobState.DONE, JobState.FAILED, JobState.CANCELLED
 
 @attrs.frozen
 class CopyArtifact:
-    """A stored, verified copy: where it is and what it is."""
+    """A stored, verified copy: where it is, what it is, and the quality gate's figures. A copy
+    the gate gave up on is settled too (never rendered again), with no object and a `failure`."""
 
     object_key: str
     size: int
@@ -46,6 +48,16 @@ class CopyArtifact:
     duration_s: float = 0.0
     width: int = 0
     height: int = 0
+    quality: CopyQuality | None = None
+    failure: str | None = None
+
+    @classmethod
+    def given_up(cls, reason: str, quality: CopyQuality | None) -> CopyArtifact:
+        return cls("", 0, "", quality=quality, failure=reason)
+
+    @property
+    def is_given_up(self) -> bool:
+        return self.failure is not None
 
 
 @attrs.frozen

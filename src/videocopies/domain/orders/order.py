@@ -156,6 +156,17 @@ class Order:
         self._changed(CopyReady(self.order_id, self.user_id, index, object_key))
         return True
 
+    def copy_given_up(self, index: int) -> int:
+        """A copy that could not be made well enough is dropped before it is sent: returns the
+        coins to release (its price), or 0 when it was already settled or the order stopped."""
+        copy = self._copy(index)
+        if copy.state is not CopyState.PENDING or self.state not in (OrderState.CONFIRMED, OrderState.RUNNING):
+            return 0
+        copy.state = CopyState.DROPPED
+        self.start()
+        self._changed()
+        return self.price_per_copy
+
     def record_delivery(self, index: int) -> int:
         """The coins to debit for this delivery report: the copy's price the first time, else 0."""
         copy = self._copy(index)
