@@ -127,6 +127,7 @@ payments = Table(
     Column("currency", Text, nullable=False),
     _at("received_at"),
     Index(None, "user_id"),
+    Index(None, "received_at"),  # the control panel's latest payments
 )
 
 orders = Table(
@@ -154,6 +155,7 @@ orders = Table(
     ),
     CheckConstraint("total = copies * price_per_copy", name="total"),
     Index(None, "user_id", "created_at"),
+    Index(None, "created_at"),  # the control panel's latest orders
 )
 
 jobs = Table(
@@ -198,6 +200,7 @@ job_checkpoints = Table(
     Column("height", Integer, nullable=False),
     _at("created_at"),
     PrimaryKeyConstraint("job_id", "idx"),
+    Index(None, "created_at"),  # copies and waits over the last hour, for the control panel
 )
 
 receipts = Table(
