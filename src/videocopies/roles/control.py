@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 import uvloop
@@ -52,6 +54,15 @@ def build(database_url: str, password: str, inventory: Path, core_url: str | Non
     return app
 
 
+class _Server(uvicorn.Server):
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        super().handle_exit(sig, frame)
+        if sig == signal.SIGTERM:
+            # uvicorn raises a captured signal again after shutting down; SIGTERM is how an
+            # operator stops control, and a clean stop exits 0.
+            self._captured_signals.remove(sig)
+
+
 def main(database_url: str, host: str | None = None, port: int | None = None) -> int:
     env = dict(os.environ)
     password = env.get("VIDEOCOPIES_CONTROL_PASSWORD", "")
@@ -71,5 +82,5 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
     log.info("control panel on http://%s:%d/ (inventory %s)", host, port, inventory)
     config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_level="warning", access_log=False,
                             loop="none")
-    uvloop.run(uvicorn.Server(config).serve())
+    uvloop.run(_Server(config).serve())
     return 0

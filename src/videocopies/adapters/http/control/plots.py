@@ -11,7 +11,7 @@ from markupsafe import Markup, escape
 from videocopies.application.control import Point, Series
 
 WIDTH, HEIGHT = 640, 220
-LEFT, RIGHT, TOP, BOTTOM = 48, 12, 14, 30
+LEFT, RIGHT, TOP, BOTTOM = 48, 12, 24, 30
 COLOURS = ("#2563eb", "#dc2626", "#059669")
 
 
@@ -36,7 +36,7 @@ def _frame(points: Sequence[Point], top: float, unit: str, name: str, title: str
         parts.append(
             f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">{_number(top * fraction)}</text>'
         )
-    parts.append(f'<text x="4" y="{TOP + 4}" font-size="11" fill="#475569">{escape(unit)}</text>')
+    parts.append(f'<text x="{LEFT}" y="{TOP - 8}" font-size="11" fill="#475569">{escape(unit)}</text>')
     if points:
         for index in (0, len(points) // 2, len(points) - 1):
             x = _x(index, len(points))
