@@ -16,7 +16,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from videocopies.adapters.http.control.plots import bar_plot, line_plot
 from videocopies.adapters.http.control.sessions import COOKIE, PanelSessions, Session
-from videocopies.application.control import PLOT_WINDOW, ControlReadModel, latency_series, throughput_series
+from videocopies.application.control import ControlReadModel, latency_series, minutes, throughput_series
 from videocopies.application.inventory import SERVER_ROLES, InvalidServer, Server, ServerExists, ServerInventory
 from videocopies.application.ports import Clock
 
@@ -111,7 +111,7 @@ def create_app(services: ControlServices) -> FastAPI:
 
     async def overview(_request: Request) -> dict[str, Any]:
         model, now = services.read_model, services.clock.now()
-        since = now.replace(second=0, microsecond=0) - PLOT_WINDOW
+        since = minutes(now)[0]
         depth, nodes, duties, copies, latency = await asyncio.gather(
             model.queue_depth(), model.nodes(), model.duties(),
             model.copies_per_minute(since), model.latency_per_minute(since),
