@@ -111,6 +111,7 @@ async def test_leases_orders_a_ledger_and_payments(panel: httpx.AsyncClient) -> 
     payments = (await panel.get("/payments")).text
     assert "220" in payments and "no reconciliation recorded yet" in payments
     assert "no coin account" in (await panel.get("/users/5")).text
+    assert "no coin account" in (await panel.get(f"/users/{2**64}")).text  # beyond bigint: nobody
 
 
 async def test_finding_a_user_by_id(panel: httpx.AsyncClient) -> None:
@@ -118,6 +119,7 @@ async def test_finding_a_user_by_id(panel: httpx.AsyncClient) -> None:
     found = await panel.get("/users", params={"user_id": "77"})
     assert found.status_code == 303 and found.headers["location"] == "/users/77"
     assert (await panel.get("/users", params={"user_id": "drop table"})).status_code == 400
+    assert (await panel.get("/users", params={"user_id": str(2**64)})).status_code == 400
 
 
 async def test_servers_are_added_and_removed_through_forms(panel: httpx.AsyncClient) -> None:

@@ -21,6 +21,7 @@ from videocopies.application.inventory import SERVER_ROLES, InvalidServer, Serve
 from videocopies.application.ports import Clock
 
 MAX_FORM_BYTES = 16 * 1024
+BIGGEST_USER_ID = 2**63 - 1  # user ids are bigint; a larger one is simply nobody
 LIMIT = 100
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -142,6 +143,8 @@ def create_app(services: ControlServices) -> FastAPI:
     async def user(request: Request) -> dict[str, Any]:
         model = services.read_model
         user_id = int(request.path_params["user_id"])
+        if user_id > BIGGEST_USER_ID:
+            return {"user_id": user_id, "ledger": None, "orders": [], "payments": []}
         ledger, orders_, payments_ = await asyncio.gather(
             model.ledger(user_id), model.user_orders(user_id, LIMIT), model.payments(LIMIT, user_id)
         )
@@ -166,7 +169,7 @@ def create_app(services: ControlServices) -> FastAPI:
     async def find_user(request: Request, user_id: str = "") -> Response:
         if signed_in(request) is None:
             return to_login()
-        if user_id.strip().isdigit() and len(user_id.strip()) <= 19:
+        if user_id.strip().isdigit() and int(user_id) <= BIGGEST_USER_ID:
             return RedirectResponse(f"/users/{int(user_id)}", status_code=303)
         return render("find_user.html", signed_in(request), status=400 if user_id else 200, asked=user_id)
 
