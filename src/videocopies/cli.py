@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     core = commands.add_parser("core", help="run the core role (Job API and sweeps)")
     core.add_argument("--host", help="listen address (default $VIDEOCOPIES_CORE_HOST or 127.0.0.1)")
     core.add_argument("--port", type=int, help="listen port (default $VIDEOCOPIES_CORE_PORT or 8700)")
+    control = commands.add_parser("control", help="run the control panel (read-only over the database)")
+    control.add_argument("--host", help="listen address (default $VIDEOCOPIES_CONTROL_HOST or 127.0.0.1)")
+    control.add_argument("--port", type=int, help="listen port (default $VIDEOCOPIES_CONTROL_PORT or 8800)")
     nodes = commands.add_parser("nodes", help="issue, revoke and list node tokens")
     nodes_actions = nodes.add_subparsers(dest="action", required=True)
     add = nodes_actions.add_parser("add", help="issue a token for a new node (printed once)")
@@ -137,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         from videocopies.roles.core import main as core
 
         return core(_database_url(args), args.host, args.port)
+    if args.command == "control":
+        from videocopies.roles.control import main as control
+
+        return control(_database_url(args), args.host, args.port)
     if args.command == "deploy":
         from videocopies.roles.deploy import main as deploy
 

@@ -128,6 +128,7 @@ payments = Table(
     Column("currency", Text, nullable=False),
     _at("received_at"),
     Index(None, "user_id"),
+    Index(None, "received_at"),  # the control panel's latest payments
 )
 
 refunds = Table(
@@ -192,6 +193,7 @@ orders = Table(
     ),
     CheckConstraint("total = copies * price_per_copy", name="total"),
     Index(None, "user_id", "created_at"),
+    Index(None, "created_at"),  # the control panel's latest orders
 )
 
 jobs = Table(
@@ -238,6 +240,7 @@ job_checkpoints = Table(
     Column("quality", JSONB),  # the quality gate's figures (0011)
     Column("failure", Text),  # set when the gate gave the copy up: no object was stored
     PrimaryKeyConstraint("job_id", "idx"),
+    Index(None, "created_at"),  # copies and waits over the last hour, for the control panel
 )
 
 receipts = Table(

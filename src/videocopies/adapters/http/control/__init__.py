@@ -1,0 +1,1 @@
+"""The control panel: server-rendered HTML pages over the control read model."""

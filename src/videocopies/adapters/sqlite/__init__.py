@@ -1,0 +1,1 @@
+"""Adapters over local SQLite files."""
