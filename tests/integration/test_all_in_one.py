@@ -69,7 +69,10 @@ def test_one_command_runs_every_role_and_a_second_run_keeps_the_data(data: Path)
     first = AllInOne(data)
     try:
         sim = first.wait_for(r"simulator at (http://\S+)").group(1)
+        panel = first.wait_for(r"control panel at (http://\S+)/").group(1)
         first.wait_for(r"all roles running")
+        assert httpx.get(f"{panel}/login").status_code == 200
+        assert httpx.get(f"{panel}/", follow_redirects=False).status_code in (303, 307)  # signed out: to login
         user = httpx.post(f"{sim}/_sim/users", json={"id": 4242, "first_name": "Ann"}).json()["id"]
         assert "You have 50 coins" in _say(sim, user, "/start", "coins")
     finally:
@@ -77,6 +80,7 @@ def test_one_command_runs_every_role_and_a_second_run_keeps_the_data(data: Path)
     output = "".join(first.lines)
     assert code == 0, output
     assert "PostgreSQL created" in output and "2 workers started" in output, output
+    assert (data / "control-password").stat().st_mode & 0o077 == 0  # the panel's password, kept privately
     assert "stopped on SIGTERM with exit code 0" in output
 
     second = AllInOne(data)

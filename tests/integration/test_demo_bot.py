@@ -25,6 +25,7 @@ def test_the_copies_arrive_one_by_one_decode_and_the_balance_matches(story: tupl
     assert all(int(frames) > 0 for _, frames in arrivals), text
     assert "bot: Available: 30 coins" in text and "bot: Reserved for orders in progress: 0" in text, text
     assert "stopped on SIGTERM with exit code 0" in text, text
+    assert re.search(r"the control panel at http://127\.0\.0\.1:\d+/ shows her order", text), text
 
 
 @pytest.mark.slow

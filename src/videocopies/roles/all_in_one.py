@@ -1,7 +1,7 @@
 """`videocopies all-in-one`: every role on this machine, for a first look or a small bot.
 
 It starts the embedded PostgreSQL (its data kept under the data directory), core, edge, two
-workers sharing a local object store, and the Telegram Bot API simulator unless
+workers sharing a local object store, the control panel, and the Telegram Bot API simulator unless
 VIDEOCOPIES_BOT_TOKEN is set (then edge serves that bot on Telegram, or on
 VIDEOCOPIES_TELEGRAM_URL). Each role is a process of its own, as on separate machines.
 
@@ -16,15 +16,17 @@ import contextlib
 import os
 import secrets
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
+import httpx
 
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.cluster import LocalPostgres, running_as_root
+from videocopies.adapters.postgres.cluster import LocalPostgres, free_port, running_as_root
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.system import SystemClock
@@ -46,17 +48,20 @@ class Stack:
     store_dir: Path
     simulator: BotApiSimulator | None  # None: a real bot token, real Telegram
     bot_token: str
+    panel_url: str
+    panel_password_file: Path | None  # None: the password came from VIDEOCOPIES_CONTROL_PASSWORD
 
 
-def quote_secret(data: Path, env: dict[str, str]) -> str:
-    """VIDEOCOPIES_QUOTE_SECRET, or one made on the first run and kept (quotes outlive restarts)."""
-    if secret := env.get("VIDEOCOPIES_QUOTE_SECRET"):
-        return secret
-    path = data / "quote-secret"
+def kept_secret(data: Path, env: dict[str, str], variable: str, file: str) -> tuple[str, Path | None]:
+    """The environment's value, or one made on the first run and kept in the data directory
+    (quotes and the panel's password outlive restarts); and the file it is in, if any."""
+    if secret := env.get(variable):
+        return secret, None
+    path = data / file
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(32))
+        path.write_text(secrets.token_urlsafe(24))
         path.chmod(0o600)
-    return path.read_text().strip()
+    return path.read_text().strip(), path
 
 
 async def _node_token(url: str, name: str, role: str) -> str:
@@ -96,7 +101,8 @@ def running(data: Path, env: dict[str, str], say: Callable[[str], None] = print)
                 ))
                 bot_token, telegram_url, local = simulator.create_bot(), simulator.url, True
                 say(f"Telegram Bot API simulator at {simulator.url} (no VIDEOCOPIES_BOT_TOKEN set)")
-            core = CoreProcess(url, quote_secret=quote_secret(data, env)).start()
+            core = CoreProcess(url, quote_secret=kept_secret(data, env, "VIDEOCOPIES_QUOTE_SECRET", "quote-secret")[0])
+            core.start()
             stack.callback(_stop_core, core)
             say(f"core at {core.url} (metrics at {core.url}/metrics)")
             store = data / "objects"
@@ -108,10 +114,38 @@ def running(data: Path, env: dict[str, str], say: Callable[[str], None] = print)
                 token = asyncio.run(_node_token(url, f"worker-{n}", "worker"))
                 roles.append(RoleProcess(f"worker-{n}", worker_process(core.url, token, data / f"work-{n}", store)))
             say(f"edge and {WORKERS} workers started; copies are kept in {store}")
+            password, password_file = kept_secret(data, env, "VIDEOCOPIES_CONTROL_PASSWORD", "control-password")
+            panel_url = f"http://127.0.0.1:{free_port()}"
+            roles.append(RoleProcess("control", control_process(url, panel_url, password, data / "control", core.url)))
+            wait_until_serving(f"{panel_url}/login", roles[-1])
+            where = f"the password is in {password_file}" if password_file else "VIDEOCOPIES_CONTROL_PASSWORD"
+            say(f"control panel at {panel_url}/ ({where})")
             try:
-                yield Stack(url, core.url, store, simulator, bot_token)
+                yield Stack(url, core.url, store, simulator, bot_token, panel_url, password_file)
             finally:
                 _stop(roles, say)
+
+
+def control_process(
+    database_url: str, panel_url: str, password: str, home: Path, core_url: str
+) -> subprocess.Popen[bytes]:
+    port = panel_url.rsplit(":", 1)[1]
+    env = {**os.environ, "VIDEOCOPIES_DATABASE_URL": database_url, "VIDEOCOPIES_CONTROL_PASSWORD": password,
+           "VIDEOCOPIES_CONTROL_PORT": port, "VIDEOCOPIES_CONTROL_INVENTORY": str(home / "inventory.sqlite3"),
+           "VIDEOCOPIES_CORE_URL": core_url}
+    return subprocess.Popen([sys.executable, "-m", "videocopies.cli", "control"], env=env, stderr=subprocess.PIPE)
+
+
+def wait_until_serving(url: str, role: RoleProcess, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if role.process.poll() is not None:
+            raise RoleFailed(f"{role.name} exited ({role.process.returncode}):\n" + "\n".join(role.tail))
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        time.sleep(0.2)
+    raise RoleFailed(f"{role.name} did not answer on {url} within {timeout:.0f} s")
 
 
 def _stop_core(core: CoreProcess) -> None:
@@ -128,7 +162,7 @@ def _stop(roles: list[RoleProcess], say: Callable[[str], None]) -> None:
         print(f"{role.name} exited with {code}:\n" + "\n".join(role.tail), file=sys.stderr)
     if failed:
         raise RoleFailed(f"{', '.join(role.name for role, _ in failed)} did not stop cleanly on SIGTERM")
-    say("edge and the workers stopped on SIGTERM with exit code 0 (core next)")
+    say("edge, the workers and control stopped on SIGTERM with exit code 0 (core next)")
 
 
 def main(data: Path, demo: bool) -> int:

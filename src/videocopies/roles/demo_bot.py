@@ -127,6 +127,8 @@ def story(data: Path, say: Narrator) -> None:
                     say.say(f"the user's chat so far ends with: {entry.text!r}")
                 raise
             say.say(f"the copies Ann received are in {scratch}; the service keeps its own in {stack.store_dir}")
+            say.say(f"the control panel at {stack.panel_url}/ shows her order and ledger"
+                    + (f" (password in {stack.panel_password_file})" if stack.panel_password_file else ""))
     except all_in_one.RoleFailed as failed:
         raise StoryBroken(str(failed)) from failed
 
