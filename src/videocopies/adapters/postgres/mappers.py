@@ -66,6 +66,7 @@ def lot_params(user_id: UserId, lot: CoinLot) -> dict[str, Any]:
 
 
 def order_from_row(row: dict[str, Any]) -> Order:
+    """From a row as psycopg reads it, or as JSON (videocopies_load), where times are text."""
     quote = Quote(
         OrderId(row["order_id"]),
         UserId(row["user_id"]),
@@ -74,7 +75,7 @@ def order_from_row(row: dict[str, Any]) -> Order:
         row["price_per_copy"],
         row["total"],
         row["tariff_version"],
-        row["quote_expires_at"],
+        _when(row["quote_expires_at"]),  # type: ignore[arg-type]
         row["quote_token"],
         row["source_bytes"],
     )
@@ -83,7 +84,7 @@ def order_from_row(row: dict[str, Any]) -> Order:
         quote.quote_id,
         quote,
         row["seed"],
-        row["created_at"],
+        _when(row["created_at"]),
         OrderState(row["state"]),
         copies,
         row["failure_reason"],

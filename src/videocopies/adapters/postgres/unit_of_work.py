@@ -26,6 +26,7 @@ from videocopies.domain.receipts import Receipt
 from videocopies.domain.shared import JobId, OrderId, UserId
 
 Writes = list[tuple[str, dict[str, Any]]]
+_IDLE = psycopg.pq.TransactionStatus.IDLE
 
 
 def _account_snapshot(account: CoinAccount) -> dict[str, Any]:
@@ -55,6 +56,12 @@ def _apply_statement(cursor: psycopg.AsyncClientCursor[Any], writes: Writes) -> 
     it keeps per session instead of parsing and planning each write. A fenced job write that
     matches no row, or a capacity slot that cannot be taken, aborts it from inside."""
     return cursor.mogrify("SELECT videocopies_apply(%s::jsonb)", [_encode(writes)]) + ";\nCOMMIT"
+
+
+def _load_statement(cursor: psycopg.AsyncClientCursor[Any], orders: list[str], accounts: list[int]) -> str:
+    """The opening read as one call of videocopies_load (migration 0011): a literal the server
+    parses in a moment, while it keeps the plans of the locking reads inside per session."""
+    return cursor.mogrify("SELECT videocopies_load(%s::json)", [_encode({"orders": orders, "accounts": accounts})])
 
 
 def _translate(error: psycopg.Error) -> Exception:
@@ -359,7 +366,9 @@ class PostgresCapacity:
 
 class PostgresUnitOfWork:
     """Reads lock what they load (only the rows asked for); writes are sent together at commit,
-    in one pipeline, after the aggregates' own rules have run."""
+    in one round trip, after the aggregates' own rules have run. The unit of work opens its
+    transaction itself (its connection is in autocommit while it holds it), so the BEGIN
+    travels with the first read instead of costing a round trip of its own."""
 
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool
@@ -376,7 +385,14 @@ class PostgresUnitOfWork:
         self.capacity = PostgresCapacity(self)
 
     async def __aenter__(self) -> PostgresUnitOfWork:
-        self._conn = await self._pool.getconn()
+        conn = await self._pool.getconn()
+        try:
+            # The unit of work sends BEGIN itself, in the round trip of its first read.
+            await conn.set_autocommit(True)
+        except BaseException:
+            await self._pool.putconn(conn)
+            raise
+        self._conn = conn
         return self
 
     async def __aexit__(
@@ -386,8 +402,12 @@ class PostgresUnitOfWork:
         if conn is None:
             return
         try:
-            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            if conn.info.transaction_status != _IDLE:
                 await conn.rollback()
+            await conn.set_autocommit(False)
+        except BaseException:
+            await conn.close()  # in an unknown state: the pool replaces it
+            raise
         finally:
             await self._pool.putconn(conn)
 
@@ -397,8 +417,13 @@ class PostgresUnitOfWork:
             raise RuntimeError("unit of work used outside its `async with` block")
         return self._conn
 
+    async def _begin(self) -> None:
+        if self.conn.info.transaction_status == _IDLE:
+            await self._send(psycopg.AsyncClientCursor(self.conn), "BEGIN")
+
     async def fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
         try:
+            await self._begin()
             async with self.conn.cursor(row_factory=dict_row) as cur:
                 await cur.execute(sql(query), params)
                 return await cur.fetchone()
@@ -407,6 +432,7 @@ class PostgresUnitOfWork:
 
     async def fetchall(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         try:
+            await self._begin()
             async with self.conn.cursor(row_factory=dict_row) as cur:
                 await cur.execute(sql(query), params)
                 return await cur.fetchall()
@@ -414,34 +440,29 @@ class PostgresUnitOfWork:
             raise _translate(error) from error
 
     async def prefetch(self, orders: Sequence[OrderId] = (), accounts: Sequence[UserId] = ()) -> None:
-        """Lock and load these orders, then these accounts, in one round trip."""
+        """Lock and load these orders, then these accounts, in one round trip: the first read
+        of the unit of work also carries its BEGIN."""
         orders = [o for o in orders if o not in self.orders.loaded and o not in self.orders.added]
         accounts = [a for a in accounts if a not in self.accounts.loaded and a not in self.accounts.added]
         if not orders and not accounts:
             return
         try:
-            async with self.conn.pipeline():
-                order_rows = []
-                for order_id in orders:
-                    cur = self.conn.cursor(row_factory=dict_row)
-                    await cur.execute(sql("load_order"), {"order_id": order_id})
-                    order_rows.append(cur)
-                account_rows = []
-                for user_id in accounts:
-                    cur = self.conn.cursor(row_factory=dict_row)
-                    await cur.execute(sql("load_account"), {"user_id": user_id})
-                    account_rows.append((user_id, cur))
-            for cur in order_rows:
-                if (row := await cur.fetchone()) is not None:
-                    self.orders.remember(row)
-            for user_id, cur in account_rows:
-                if (row := await cur.fetchone()) is not None:
-                    if row["seen_version"] != row["version"]:
-                        row = await self.fetchone("load_account", {"user_id": user_id})
-                    if row is not None:
-                        self.accounts.remember(user_id, row)
+            cursor = psycopg.AsyncClientCursor(self.conn)
+            found = await self._load(cursor, _load_statement(cursor, orders, accounts))
         except psycopg.Error as error:
             raise _translate(error) from error
+        for row in found["orders"]:
+            self.orders.remember(row)
+        for row in found["accounts"]:
+            self.accounts.remember(UserId(row["user_id"]), row)
+
+    async def _load(self, cursor: psycopg.AsyncClientCursor[Any], statement: str) -> Any:
+        opening = self.conn.info.transaction_status == _IDLE
+        await self._send(cursor, "BEGIN;" + statement if opening else statement)
+        if opening:
+            cursor.nextset()
+        row = await cursor.fetchone()
+        return row[0] if row else None
 
     async def locked_fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
         """Lock a row and read it with what hangs off it. A statement that waited for the lock
@@ -462,7 +483,8 @@ class PostgresUnitOfWork:
         try:
             if writes:
                 cursor = psycopg.AsyncClientCursor(self.conn)
-                await self._send(cursor, _apply_statement(cursor, writes))
+                opening = "BEGIN;" if self.conn.info.transaction_status == _IDLE else ""
+                await self._send(cursor, opening + _apply_statement(cursor, writes))
             await self.conn.commit()
         except psycopg.Error as error:
             await self.conn.rollback()

@@ -1,0 +1,80 @@
+"""One server-side function that locks and loads what a unit of work reads first.
+
+`videocopies_load` takes a JSON object `{"orders": [...], "accounts": [...]}`, locks each
+order row, then each account row, in that order, and returns them as one JSON value: the
+orders as rows, the accounts with their lots and open reservations (the shape `load_account`
+reads). The unit of work sends it as a literal, behind its BEGIN, in one simple query: one
+round trip opens the transaction and reads, through PgBouncer as well, and the server keeps
+the plans of the statements inside per session.
+
+An account's children are read by a statement that starts after its row lock is held, so
+with a fresh snapshot: a load that waited for the lock sees what the previous holder
+committed, without the `seen_version` re-read that a single statement needs.
+
+Revision ID: 0011
+Revises: 0010
+"""
+
+from alembic import op
+
+revision = "0011"
+down_revision = "0010"
+branch_labels = None
+depends_on = None
+
+code_levels = (1, 1)
+
+
+LOAD = r"""
+CREATE FUNCTION videocopies_load(reads json) RETURNS json
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    wanted_order text;
+    wanted_user bigint;
+    locked_version integer;
+    one json;
+    found_orders json[] := '{}';
+    found_accounts json[] := '{}';
+BEGIN
+    FOR wanted_order IN SELECT json_array_elements_text(reads->'orders') LOOP
+        SELECT row_to_json(o) INTO one FROM orders o WHERE o.order_id = wanted_order FOR UPDATE;
+        IF FOUND THEN
+            found_orders := found_orders || one;
+        END IF;
+    END LOOP;
+    FOR wanted_user IN SELECT json_array_elements_text(reads->'accounts')::bigint LOOP
+        SELECT a.version INTO locked_version FROM coin_accounts a WHERE a.user_id = wanted_user FOR UPDATE;
+        CONTINUE WHEN NOT FOUND;
+        SELECT json_build_object(
+                   'user_id', wanted_user,
+                   'version', locked_version,
+                   'lots', (SELECT coalesce(json_agg(json_build_object(
+                                       'lot_id', l.lot_id, 'kind', l.kind, 'amount', l.amount,
+                                       'granted_at', l.granted_at, 'expires_at', l.expires_at,
+                                       'available', l.available, 'debited', l.debited, 'expired', l.expired)
+                                     ORDER BY l.granted_at, l.lot_id), '[]')
+                              FROM coin_lots l WHERE l.user_id = wanted_user),
+                   'reservations', (SELECT coalesce(json_agg(json_build_object(
+                                       'order_id', r.order_id, 'amount', r.amount, 'debited', r.debited,
+                                       'released', r.released,
+                                       'holds', (SELECT coalesce(json_agg(json_build_array(h.lot_id, h.held)
+                                                                          ORDER BY h.seq), '[]')
+                                                   FROM coin_holds h WHERE h.order_id = r.order_id),
+                                       'keys', (SELECT coalesce(json_agg(d.key), '[]')
+                                                  FROM coin_debits d WHERE d.order_id = r.order_id))), '[]')
+                                      FROM coin_reservations r WHERE r.user_id = wanted_user AND r.open))
+          INTO one;
+        found_accounts := found_accounts || one;
+    END LOOP;
+    RETURN json_build_object('orders', array_to_json(found_orders), 'accounts', array_to_json(found_accounts));
+END
+$fn$
+"""
+
+
+def upgrade() -> None:
+    op.execute(LOAD)
+
+
+def downgrade() -> None:
+    op.execute("DROP FUNCTION videocopies_load(json)")
