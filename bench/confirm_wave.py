@@ -47,7 +47,7 @@ class RecordingUnitOfWork(PostgresUnitOfWork):
         self._note("read", query, params)
         return await super().fetchone(query, params)
 
-    async def _send(self, cursor: Any, batch: str) -> None:
+    async def _send(self, cursor: Any, batch: bytes) -> None:
         self._note("batch", batch, None)
         await super()._send(cursor, batch)
 
@@ -150,8 +150,8 @@ async def replay(conn: psycopg.AsyncConnection[Any], log: list[tuple[str, str, A
         if kind == "read":
             await (await conn.execute(sql(query), params)).fetchone()
             continue
-        cursor = psycopg.AsyncClientCursor(conn)
-        await cursor.execute(query)
+        cursor = conn.cursor()
+        await cursor.execute(query, prepare=False)
         while True:
             if cursor.pgresult is not None and cursor.pgresult.ntuples:
                 await cursor.fetchone()
@@ -221,7 +221,7 @@ def wave(
 def _statements(step: str, query: str, params: Any) -> int:
     if step != "batch":
         return 1
-    return 1 + query.startswith("BEGIN;") + query.endswith("\nCOMMIT")
+    return 1 + query.startswith(b"BEGIN;") + query.endswith(b"\nCOMMIT")
 
 
 def main() -> None:

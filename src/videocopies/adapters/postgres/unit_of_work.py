@@ -50,18 +50,23 @@ def _json_default(value: object) -> object:
 _encode = json.JSONEncoder(default=_json_default, separators=(",", ":")).encode
 
 
-def _apply_statement(cursor: psycopg.AsyncClientCursor[Any], writes: Writes) -> str:
+def _literal(conn: psycopg.AsyncConnection[Any], value: object) -> bytes:
+    """`value` as JSON in an SQL string literal, quoted by libpq for this connection."""
+    return psycopg.pq.Escaping(conn.pgconn).escape_literal(_encode(value).encode())
+
+
+def _apply_statement(conn: psycopg.AsyncConnection[Any], writes: Writes) -> bytes:
     """The whole write set as one call of videocopies_apply (migration 0009) with its COMMIT:
     one simple query, so it goes through PgBouncer, and the server runs statements whose plans
     it keeps per session instead of parsing and planning each write. A fenced job write that
     matches no row, or a capacity slot that cannot be taken, aborts it from inside."""
-    return cursor.mogrify("SELECT videocopies_apply(%s::jsonb)", [_encode(writes)]) + ";\nCOMMIT"
+    return b"SELECT videocopies_apply(" + _literal(conn, writes) + b"::jsonb);\nCOMMIT"
 
 
-def _load_statement(cursor: psycopg.AsyncClientCursor[Any], orders: list[str], accounts: list[int]) -> str:
+def _load_statement(conn: psycopg.AsyncConnection[Any], orders: list[str], accounts: list[int]) -> bytes:
     """The opening read as one call of videocopies_load (migration 0011): a literal the server
     parses in a moment, while it keeps the plans of the locking reads inside per session."""
-    return cursor.mogrify("SELECT videocopies_load(%s::json)", [_encode({"orders": orders, "accounts": accounts})])
+    return b"SELECT videocopies_load(" + _literal(conn, {"orders": orders, "accounts": accounts}) + b"::json)"
 
 
 def _translate(error: psycopg.Error) -> Exception:
@@ -131,7 +136,7 @@ class PostgresAccounts:
             if was is None:
                 out.append(("insert_lot", mappers.lot_params(user_id, lot)))
             elif was != (lot.available, lot.debited, lot.expired):
-                out.append(("update_lot", mappers.lot_params(user_id, lot)))
+                out.append(("update_lot", mappers.lot_change_params(lot)))
         for r in account.reservations.values():
             was = before["reservations"].get(r.order_id)
             params = {
@@ -186,7 +191,7 @@ class PostgresOrders:
         out: Writes = [("insert_order", mappers.order_params(o)) for o in self.added.values()]
         for order, loaded in self.loaded.values():
             if order.version != loaded:
-                out.append(("update_order", {**mappers.order_params(order), "loaded": loaded}))
+                out.append(("update_order", mappers.order_change_params(order, loaded)))
         return out
 
 
@@ -243,7 +248,7 @@ class PostgresJobs:
         for job, loaded, checkpointed in self.loaded.values():
             if job.version == loaded:
                 continue
-            params = {**mappers.job_params(job), "loaded": loaded}
+            params = mappers.job_change_params(job, loaded)
             if job.written_under is not None:
                 out.append(("update_job_fenced", {**params, "fence": job.written_under}))
             else:
@@ -419,7 +424,7 @@ class PostgresUnitOfWork:
 
     async def _begin(self) -> None:
         if self.conn.info.transaction_status == _IDLE:
-            await self._send(psycopg.AsyncClientCursor(self.conn), "BEGIN")
+            await self._send(self.conn.cursor(), b"BEGIN")
 
     async def fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
         try:
@@ -447,8 +452,7 @@ class PostgresUnitOfWork:
         if not orders and not accounts:
             return
         try:
-            cursor = psycopg.AsyncClientCursor(self.conn)
-            found = await self._load(cursor, _load_statement(cursor, orders, accounts))
+            found = await self._load(_load_statement(self.conn, orders, accounts))
         except psycopg.Error as error:
             raise _translate(error) from error
         for row in found["orders"]:
@@ -456,9 +460,10 @@ class PostgresUnitOfWork:
         for row in found["accounts"]:
             self.accounts.remember(UserId(row["user_id"]), row)
 
-    async def _load(self, cursor: psycopg.AsyncClientCursor[Any], statement: str) -> Any:
+    async def _load(self, statement: bytes) -> Any:
+        cursor = self.conn.cursor()
         opening = self.conn.info.transaction_status == _IDLE
-        await self._send(cursor, "BEGIN;" + statement if opening else statement)
+        await self._send(cursor, b"BEGIN;" + statement if opening else statement)
         if opening:
             cursor.nextset()
         row = await cursor.fetchone()
@@ -482,17 +487,17 @@ class PostgresUnitOfWork:
         ]
         try:
             if writes:
-                cursor = psycopg.AsyncClientCursor(self.conn)
-                opening = "BEGIN;" if self.conn.info.transaction_status == _IDLE else ""
-                await self._send(cursor, opening + _apply_statement(cursor, writes))
+                opening = b"BEGIN;" if self.conn.info.transaction_status == _IDLE else b""
+                await self._send(self.conn.cursor(), opening + _apply_statement(self.conn, writes))
             await self.conn.commit()
         except psycopg.Error as error:
             await self.conn.rollback()
             raise _translate(error) from error
         self._forget()
 
-    async def _send(self, cursor: psycopg.AsyncClientCursor[Any], batch: str) -> None:
-        await cursor.execute(batch)
+    async def _send(self, cursor: psycopg.AsyncCursor[Any], batch: bytes) -> None:
+        """A simple query (never prepared: it may hold several statements)."""
+        await cursor.execute(batch, prepare=False)
 
     async def rollback(self) -> None:
         await self.conn.rollback()
