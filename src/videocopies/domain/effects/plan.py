@@ -122,25 +122,20 @@ class EffectsPlan:
         # directly), so the draws do not depend on hash randomisation.
         key = f"effects.v{PLAN_VERSION}:{seed}:{copy_index}:{attempt}:{retry}".encode()
         draw = random.Random(int.from_bytes(key + hashlib.sha512(key).digest(), "big")).random
-
-        def amount(bounds: tuple[float, float]) -> float:
-            lo, hi = bounds
-            return round(lo + (hi - lo) * draw(), DECIMALS)
-
-        def whole(bounds: tuple[int, int]) -> int:
-            lo, hi = bounds
-            return lo + int(draw() * (hi - lo + 1))
-
-        speed = amount(SPEED)
+        # The order of the draws is part of the plan: speed, then the picture, noise, pitch, crf.
+        speed, crop, crop_x, crop_y, brightness, contrast, saturation, hue = [
+            round(lo + span * draw(), DECIMALS) for lo, span in _PICTURE_DRAWS
+        ]
+        noise = NOISE[0] + int(draw() * (NOISE[1] - NOISE[0] + 1))
+        pitch = round(PITCH[0] + _PITCH_SPAN * draw(), DECIMALS)
+        crf = CRF[0] + int(draw() * (CRF[1] - CRF[0] + 1))
         # Every draw lies inside its bounds by construction (a unit test holds the validating
         # constructor to that), so the plan is assembled without running the validators again.
         return cls._assemble(
             seed=seed, copy_index=copy_index, attempt=attempt, retry=retry,
-            crop=amount(CROP), crop_x=amount(CROP_POSITION), crop_y=amount(CROP_POSITION),
-            brightness=amount(BRIGHTNESS), contrast=amount(CONTRAST),
-            saturation=amount(SATURATION), hue=amount(HUE_DEGREES), noise=whole(NOISE),
-            speed=speed, audio_tempo=speed, pitch=amount(PITCH), crf=whole(CRF),
-            strip_metadata=True,
+            crop=crop, crop_x=crop_x, crop_y=crop_y, brightness=brightness, contrast=contrast,
+            saturation=saturation, hue=hue, noise=noise, speed=speed, audio_tempo=speed, pitch=pitch,
+            crf=crf, strip_metadata=True,
         )
 
     @classmethod
@@ -182,6 +177,11 @@ class EffectsPlan:
 
 
 _set = object.__setattr__
+_PICTURE_DRAWS = tuple(
+    (lo, hi - lo)
+    for lo, hi in (SPEED, CROP, CROP_POSITION, CROP_POSITION, BRIGHTNESS, CONTRAST, SATURATION, HUE_DEGREES)
+)
+_PITCH_SPAN = PITCH[1] - PITCH[0]
 _NAMED = {field.name: field for field in attrs.fields(EffectsPlan)}
 # What derive is given (its draws need no checking): seed, copy_index, attempt, retry.
 _GIVEN = tuple((_NAMED[name].validator, _NAMED[name]) for name in ("seed", "copy_index", "attempt", "retry"))
