@@ -101,6 +101,10 @@ def main() -> None:
         "The SQL lives in `src/videocopies/adapters/postgres/queries.sql`. At commit the unit of",
         "work runs the writes (`update_job_fenced`, `take_slot`, ...) inside `videocopies_apply`",
         "(migration 0009), which issues the same statements with the same index conditions.",
+        "A unit of work's opening read of orders and accounts (a confirmation's, and a claim's",
+        "orders) runs inside `videocopies_load` (migration 0011): `load_order` as it stands, and",
+        "`load_account` in two statements, the row lock first and then the lots and reservations",
+        "by the same index conditions.",
         "",
     ]
     with server() as pg:

@@ -26,9 +26,10 @@ code_levels = (1, 1)
 
 
 LOAD = r"""
-CREATE FUNCTION videocopies_load(reads json) RETURNS json
+CREATE FUNCTION videocopies_load(reads jsonb) RETURNS json
 LANGUAGE plpgsql AS $fn$
 DECLARE
+    i integer;
     wanted_order text;
     wanted_user bigint;
     locked_version integer;
@@ -36,13 +37,16 @@ DECLARE
     found_orders json[] := '{}';
     found_accounts json[] := '{}';
 BEGIN
-    FOR wanted_order IN SELECT json_array_elements_text(reads->'orders') LOOP
+    -- Index loops, not FOR ... IN SELECT: no cursor to open per call.
+    FOR i IN 0 .. jsonb_array_length(reads->'orders') - 1 LOOP
+        wanted_order := reads->'orders'->>i;
         SELECT row_to_json(o) INTO one FROM orders o WHERE o.order_id = wanted_order FOR UPDATE;
         IF FOUND THEN
             found_orders := found_orders || one;
         END IF;
     END LOOP;
-    FOR wanted_user IN SELECT json_array_elements_text(reads->'accounts')::bigint LOOP
+    FOR i IN 0 .. jsonb_array_length(reads->'accounts') - 1 LOOP
+        wanted_user := (reads->'accounts'->>i)::bigint;
         SELECT a.version INTO locked_version FROM coin_accounts a WHERE a.user_id = wanted_user FOR UPDATE;
         CONTINUE WHEN NOT FOUND;
         SELECT json_build_object(
@@ -77,4 +81,4 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute("DROP FUNCTION videocopies_load(json)")
+    op.execute("DROP FUNCTION videocopies_load(jsonb)")

@@ -66,7 +66,7 @@ def _apply_statement(conn: psycopg.AsyncConnection[Any], writes: Writes) -> byte
 def _load_statement(conn: psycopg.AsyncConnection[Any], orders: list[str], accounts: list[int]) -> bytes:
     """The opening read as one call of videocopies_load (migration 0011): a literal the server
     parses in a moment, while it keeps the plans of the locking reads inside per session."""
-    return b"SELECT videocopies_load(" + _literal(conn, {"orders": orders, "accounts": accounts}) + b"::json)"
+    return b"SELECT videocopies_load(" + _literal(conn, {"orders": orders, "accounts": accounts}) + b"::jsonb)"
 
 
 def _translate(error: psycopg.Error) -> Exception:
