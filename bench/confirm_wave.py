@@ -47,17 +47,9 @@ class RecordingUnitOfWork(PostgresUnitOfWork):
         self._note("read", query, params)
         return await super().fetchone(query, params)
 
-    async def prefetch(self, orders: Any = (), accounts: Any = ()) -> None:
-        self._note("prefetch", "", (list(orders), list(accounts)))
-        await super().prefetch(orders, accounts)
-
-    async def _send(self, cursor: Any, batch: str) -> None:
+    async def _send(self, cursor: Any, batch: bytes) -> None:
         self._note("batch", batch, None)
         await super()._send(cursor, batch)
-
-    async def _send_pipeline(self, statements: list[tuple[str, dict[str, Any]]]) -> None:
-        self._note("pipeline", "", statements)
-        await super()._send_pipeline(statements)
 
 
 async def prepare(url: str, users: int, per_user: int, clock: ManualClock) -> list[tuple[UserId, str, str]]:
@@ -130,24 +122,41 @@ async def raw_wave(url: str, logs: list[list[tuple[str, str, Any]]], clients: in
         min_size=pool_size,
         max_size=pool_size,
         open=False,
-        kwargs={"prepare_threshold": None if LITERAL else 0, "autocommit": False},
+        kwargs=RAW_CONNECTION,
     )
     await pool.open(wait=True)
 
     def call(log: list[tuple[str, str, Any]]) -> Any:
         async def run() -> None:
             async with pool.connection() as conn:
-                for kind, query, params in log:
-                    if kind == "read":
-                        await (await conn.execute(sql(query), params)).fetchone()
-                    else:
-                        await psycopg.AsyncClientCursor(conn).execute(query)
+                await replay(conn, log)
 
         return run
 
     seconds, _ = await drive([call(log) for log in logs], clients)
     await pool.close()
     return seconds
+
+
+# The unit of work sends BEGIN itself (with its first read), so the replay's connections
+# are in autocommit too and send exactly the recorded statements.
+RAW_CONNECTION = {"prepare_threshold": None if LITERAL else 0, "autocommit": True}
+
+
+async def replay(conn: psycopg.AsyncConnection[Any], log: list[tuple[str, str, Any]]) -> None:
+    """The recorded statements of one confirmation, bare: prepared reads and simple queries,
+    each one's rows fetched as the unit of work fetches them."""
+    for kind, query, params in log:
+        if kind == "read":
+            await (await conn.execute(sql(query), params)).fetchone()
+            continue
+        cursor = conn.cursor()
+        await cursor.execute(query, prepare=False)
+        while True:
+            if cursor.pgresult is not None and cursor.pgresult.ntuples:
+                await cursor.fetchone()
+            if not cursor.nextset():
+                break
 
 
 def clone(pg: Any, source: str, name: str) -> str:
@@ -169,42 +178,12 @@ async def _timed_share(
         def call(item: Any) -> Any:
             return lambda: confirm(uc.ConfirmOrderCommand(*item))
     else:
-        pool = AsyncConnectionPool(
-            url,
-            min_size=pool_size,
-            max_size=pool_size,
-            open=False,
-            kwargs={"prepare_threshold": None if LITERAL else 0, "autocommit": False},
-        )
+        pool = AsyncConnectionPool(url, min_size=pool_size, max_size=pool_size, open=False, kwargs=RAW_CONNECTION)
 
         def call(item: Any) -> Any:
             async def run() -> None:
                 async with pool.connection() as conn:
-                    for step, query, params in item:
-                        if step == "read":
-                            await (await conn.execute(sql(query), params)).fetchone()
-                        elif step == "locked":
-                            lock, load = query.split()
-                            async with conn.pipeline():
-                                locking = await conn.execute(sql(lock), params)
-                                loading = await conn.execute(sql(load), params)
-                            await locking.fetchone()
-                            await loading.fetchone()
-                        elif step == "prefetch":
-                            orders, accounts = params
-                            async with conn.pipeline():
-                                cursors = [await conn.execute(sql("load_order"), {"order_id": o}) for o in orders]
-                                for user_id in accounts:
-                                    cursors.append(await conn.execute(sql("load_account"), {"user_id": user_id}))
-                            for cur in cursors:
-                                await cur.fetchone()
-                        elif step == "pipeline":
-                            async with conn.pipeline():
-                                for text, values in params:
-                                    await conn.execute(text, values, prepare=True)
-                                await conn.commit()
-                        else:
-                            await psycopg.AsyncClientCursor(conn).execute(query)
+                    await replay(conn, item)
 
             return run
 
@@ -240,13 +219,9 @@ def wave(
 
 
 def _statements(step: str, query: str, params: Any) -> int:
-    if step == "prefetch":
-        return len(params[0]) + len(params[1])
-    if step == "pipeline":
-        return len(params) + 1
-    if step == "batch":
-        return query.count(";\n") + 1
-    return {"read": 1, "locked": 2}[step]
+    if step != "batch":
+        return 1
+    return 1 + query.startswith(b"BEGIN;") + query.endswith(b"\nCOMMIT")
 
 
 def main() -> None:

@@ -20,7 +20,11 @@ HOT: list[tuple[str, str, dict[str, Any]]] = [
     ("load_account", "confirm, delivery, settle: lock one user's row, read lots and open reservations", {"user_id": 7}),
     ("load_order", "confirm, cancel, checkpoint, delivery", {"order_id": "o7"}),
     ("take_slot", "confirm: a free capacity slot, skipping slots other confirmations hold", {"order_id": "new"}),
-    ("claimable_jobs", "claim: lapsed leases and queued jobs oldest first, SKIP LOCKED", {"now": None, "limit": 10}),
+    (
+        "claimable_jobs",
+        "claim: lapsed leases and queued jobs oldest first, SKIP LOCKED",
+        {"now": None, "limit": 10, "max_bytes": None},
+    ),
     (
         "load_jobs",
         "claim and sweep: the rows just locked, with their checkpoints",
@@ -88,7 +92,7 @@ def _params(name: str, params: dict[str, Any] | None) -> dict[str, Any]:
             "fence": "t11900",
             "closed_by": None,
         }
-    return {k: (now if v is None else v) for k, v in params.items()}
+    return {k: (now if k == "now" and v is None else v) for k, v in params.items()}
 
 
 def main() -> None:
@@ -101,6 +105,10 @@ def main() -> None:
         "The SQL lives in `src/videocopies/adapters/postgres/queries.sql`. At commit the unit of",
         "work runs the writes (`update_job_fenced`, `take_slot`, ...) inside `videocopies_apply`",
         "(migration 0009), which issues the same statements with the same index conditions.",
+        "A unit of work's opening read of orders and accounts (a confirmation's, and a claim's",
+        "orders) runs inside `videocopies_load` (migration 0011): `load_order` as it stands, and",
+        "`load_account` in two statements, the row lock first and then the lots and reservations",
+        "by the same index conditions.",
         "",
     ]
     with server() as pg:

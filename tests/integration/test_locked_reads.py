@@ -8,6 +8,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import psycopg
+import pytest
 
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
@@ -15,7 +16,8 @@ from videocopies.domain.coins import CoinAccount, LotKind
 from videocopies.domain.shared import LotId, UserId
 
 
-async def test_an_account_read_after_waiting_for_its_lock_is_current(database_url: str) -> None:
+@pytest.mark.parametrize("read", ["get", "prefetch"])
+async def test_an_account_read_after_waiting_for_its_lock_is_current(database_url: str, read: str) -> None:
     pool = make_pool(database_url, min_size=2, max_size=2)
     await pool.open(wait=True)
     now = datetime.now(UTC)
@@ -33,6 +35,8 @@ async def test_an_account_read_after_waiting_for_its_lock_is_current(database_ur
             # A second transaction asks for the same account and has to wait for the lock.
             async def second_reader() -> tuple[int, int]:
                 async with PostgresUnitOfWork(pool) as second:
+                    if read == "prefetch":  # the opening read (videocopies_load) that confirmations use
+                        await second.prefetch(accounts=[UserId(5)])
                     seen = await second.accounts.get(UserId(5))
                     return seen.version, seen.balance(now).available
 

@@ -1,5 +1,6 @@
 """The effects plan: deterministic, bounded, distinct per copy, and safe to store."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -57,6 +58,35 @@ def test_another_process_derives_the_same_plan_whatever_its_hash_seed():
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
         )
         assert json.loads(out.stdout) == here
+
+
+def test_plans_are_exactly_what_they_were_when_first_stored():
+    """Stored jobs and re-rendered copies depend on every digit: a faster derivation must
+    give the same plans, in the same key order, as the first one did."""
+    seeds = [0, 1, 42, 2024, -7, 2**63 - 1, -(2**63), 8742514861359412280]
+    doc = [[p.to_dict() for p in plan_copies(s, c)] for s in seeds for c in (1, 5, 10, 50)]
+    doc.append(
+        [
+            EffectsPlan.derive(s, i, a, retry=r).to_dict()
+            for s in seeds for i in (0, 3, 49) for a in (0, 2) for r in (0, 1)
+        ]
+    )
+    doc.append([p.next_variant(plan_copies(s, 5)).to_dict() for s in seeds for p in plan_copies(s, 5)])
+    digest = hashlib.sha256(json.dumps(doc).encode()).hexdigest()
+    assert digest == "4ae948edc7082d2d3d4eea9f427304293d3a4a76cfcced9972dec26819c890af"
+    assert EffectsPlan.derive(2024, 4, 2).to_dict() == {
+        "version": 1, "seed": 2024, "copy_index": 4, "attempt": 2, "retry": 0, "crop": 0.0227,
+        "crop_x": 0.2169, "crop_y": 0.5448, "brightness": 0.0023, "contrast": 0.9946, "saturation": 1.0782,
+        "hue": 1.9139, "noise": 2, "speed": 1.0166, "audio_tempo": 1.0166, "pitch": 1.013, "crf": 20,
+        "strip_metadata": True,
+    }
+
+
+@given(seeds, indexes, attempts, st.integers(min_value=0, max_value=5))
+def test_a_derived_plan_is_one_the_validating_constructor_accepts_unchanged(seed, index, attempt, retry):
+    plan = EffectsPlan.derive(seed, index, attempt, retry=retry)
+    assert EffectsPlan(**attrs.asdict(plan)) == plan
+    assert EffectsPlan.from_dict(plan.to_dict()) == plan
 
 
 def test_different_copies_and_seeds_get_different_plans():

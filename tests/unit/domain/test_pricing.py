@@ -140,6 +140,16 @@ def test_an_altered_or_foreign_signed_quote_is_refused_as_forged(name):
     assert refused.value.quote_id == "order-1"
 
 
+def test_a_quotes_terms_are_every_field_but_its_token():
+    quote = issue()
+    for field in attrs.fields(Quote):
+        if field.name == "token":
+            assert attrs.evolve(quote, token="other").terms() == quote.terms()
+            continue
+        changed = attrs.evolve(quote, **{field.name: 7 if isinstance(getattr(quote, field.name), int) else "x"})
+        assert changed.terms() != quote.terms(), field.name
+
+
 def test_a_genuine_quote_verifies_whatever_timezone_its_expiry_is_read_back_in():
     quote = issue()
     read_back = attrs.evolve(quote, expires_at=quote.expires_at.astimezone(timezone(timedelta(hours=1))))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from psycopg.types.json import Jsonb
 
@@ -16,6 +18,23 @@ from videocopies.domain.pricing import Quote
 from videocopies.domain.quality import CopyQuality
 from videocopies.domain.shared import JobId, LotId, OrderId, OwnerToken, UserId, WorkerId
 
+E = TypeVar("E", bound=enum.Enum)
+
+
+def _members(kind: type[E]) -> Callable[[Any], E]:
+    """`kind(value)` for a stored value: a dict lookup, where calling an Enum costs about a
+    microsecond; an unknown value still raises the Enum's own ValueError."""
+    by_value = {member.value: member for member in kind}
+
+    def member(value: Any) -> E:
+        found = by_value.get(value)
+        return kind(value) if found is None else found
+
+    return member
+
+
+_lot_kind, _order_state, _copy_state, _job_state = map(_members, (LotKind, OrderState, CopyState, JobState))
+
 
 def _when(value: str | datetime | None) -> datetime | None:
     if value is None or isinstance(value, datetime):
@@ -27,7 +46,7 @@ def account_from_row(user_id: UserId, row: dict[str, Any]) -> CoinAccount:
     lots = [
         CoinLot(
             LotId(lot["lot_id"]),
-            LotKind(lot["kind"]),
+            _lot_kind(lot["kind"]),
             lot["amount"],
             _when(lot["granted_at"]),  # type: ignore[arg-type]
             _when(lot["expires_at"]),
@@ -68,7 +87,14 @@ def lot_params(user_id: UserId, lot: CoinLot) -> dict[str, Any]:
     }
 
 
+def lot_change_params(lot: CoinLot) -> dict[str, Any]:
+    """What update_lot writes: only the counts move once a lot exists."""
+    return {"lot_id": lot.lot_id, "available": lot.available, "debited": lot.debited, "expired": lot.expired,
+            "refunded": lot.refunded}
+
+
 def order_from_row(row: dict[str, Any]) -> Order:
+    """From a row as psycopg reads it, or as JSON (videocopies_load), where times are text."""
     quote = Quote(
         OrderId(row["order_id"]),
         UserId(row["user_id"]),
@@ -77,17 +103,17 @@ def order_from_row(row: dict[str, Any]) -> Order:
         row["price_per_copy"],
         row["total"],
         row["tariff_version"],
-        row["quote_expires_at"],
+        _when(row["quote_expires_at"]),  # type: ignore[arg-type]
         row["quote_token"],
         row["source_bytes"],
     )
-    copies = [OrderCopy(i, CopyState(state), key) for i, (state, key) in enumerate(row["copy_states"])]
+    copies = [OrderCopy(i, _copy_state(state), key) for i, (state, key) in enumerate(row["copy_states"])]
     return Order(
         quote.quote_id,
         quote,
         row["seed"],
-        row["created_at"],
-        OrderState(row["state"]),
+        _when(row["created_at"]),
+        _order_state(row["state"]),
         copies,
         row["failure_reason"],
         version=row["version"],
@@ -116,6 +142,18 @@ def order_params(order: Order) -> dict[str, Any]:
     }
 
 
+def order_change_params(order: Order, loaded: int) -> dict[str, Any]:
+    """What update_order writes (the quote never changes once stored), checked against `loaded`."""
+    return {
+        "order_id": order.order_id,
+        "state": order.state.value,
+        "copy_states": Jsonb([[c.state.value, c.object_key] for c in order.copies]),
+        "failure_reason": order.failure_reason,
+        "version": order.version,
+        "loaded": loaded,
+    }
+
+
 def job_from_row(row: dict[str, Any]) -> Job:
     lease = None
     if row["owner_token"] is not None:
@@ -139,7 +177,7 @@ def job_from_row(row: dict[str, Any]) -> Job:
         tuple(EffectsPlan.from_dict(p) for p in row["plans"]),
         row["created_at"],
         max_attempts=row["max_attempts"],
-        state=JobState(row["state"]),
+        state=_job_state(row["state"]),
         lease=lease,
         attempts=row["attempts"],
         cancel_requested=row["cancel_requested"],
@@ -170,6 +208,26 @@ def job_params(job: Job) -> dict[str, Any]:
         "version": job.version,
         "source_bytes": job.source_bytes,
         "closed_by": job.closed_by,
+    }
+
+
+def job_change_params(job: Job, loaded: int) -> dict[str, Any]:
+    """What update_job writes (plans, order, attempts allowed and size never change once
+    stored), checked against `loaded`."""
+    lease = job.lease
+    return {
+        "job_id": job.job_id,
+        "state": job.state.value,
+        "attempts": job.attempts,
+        "cancel_requested": job.cancel_requested,
+        "worker_id": lease.worker_id if lease else None,
+        "owner_token": lease.token if lease else None,
+        "acquired_at": lease.acquired_at if lease else None,
+        "lease_until": lease.lease_until if lease else None,
+        "last_error": job.last_error,
+        "version": job.version,
+        "closed_by": job.closed_by,
+        "loaded": loaded,
     }
 
 

@@ -19,7 +19,7 @@ from psycopg import sql
 import videocopies
 
 # The schema level this code was written for; each migration states the code levels it accepts.
-CODE_LEVEL = 1
+CODE_LEVEL = 2  # 2: confirmations open with videocopies_load (migration 0015)
 DEFAULT_CAPACITY = 10_000
 
 

@@ -24,29 +24,6 @@ SELECT a.version,
  WHERE a.user_id = %(user_id)s
    FOR UPDATE OF a;
 
--- load_accounts --
--- load_account for a batch of users in one statement, their rows locked in user id order.
-SELECT a.user_id, a.version,
-       (SELECT s.version FROM coin_accounts s WHERE s.user_id = a.user_id) AS seen_version,
-       (SELECT coalesce(json_agg(json_build_object(
-                   'lot_id', l.lot_id, 'kind', l.kind, 'amount', l.amount,
-                   'granted_at', l.granted_at, 'expires_at', l.expires_at,
-                   'available', l.available, 'debited', l.debited, 'expired', l.expired)
-                 ORDER BY l.granted_at, l.lot_id), '[]')
-          FROM coin_lots l WHERE l.user_id = a.user_id) AS lots,
-       (SELECT coalesce(json_agg(json_build_object(
-                   'order_id', r.order_id, 'amount', r.amount, 'debited', r.debited,
-                   'released', r.released,
-                   'holds', (SELECT coalesce(json_agg(json_build_array(h.lot_id, h.held) ORDER BY h.seq), '[]')
-                               FROM coin_holds h WHERE h.order_id = r.order_id),
-                   'keys', (SELECT coalesce(json_agg(d.key), '[]')
-                              FROM coin_debits d WHERE d.order_id = r.order_id))), '[]')
-          FROM coin_reservations r WHERE r.user_id = a.user_id AND r.open) AS reservations
-  FROM coin_accounts a
- WHERE a.user_id = ANY(%(user_ids)s)
- ORDER BY a.user_id
-   FOR UPDATE OF a;
-
 -- insert_account --
 INSERT INTO coin_accounts (user_id, version, created_at) VALUES (%(user_id)s, %(version)s, %(now)s);
 

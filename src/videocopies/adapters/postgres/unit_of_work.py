@@ -26,6 +26,7 @@ from videocopies.domain.receipts import Receipt
 from videocopies.domain.shared import JobId, LotId, OrderId, UserId
 
 Writes = list[tuple[str, dict[str, Any]]]
+_IDLE = psycopg.pq.TransactionStatus.IDLE
 
 
 def _account_snapshot(account: CoinAccount) -> dict[str, Any]:
@@ -49,12 +50,23 @@ def _json_default(value: object) -> object:
 _encode = json.JSONEncoder(default=_json_default, separators=(",", ":")).encode
 
 
-def _apply_statement(cursor: psycopg.AsyncClientCursor[Any], writes: Writes) -> str:
+def _literal(conn: psycopg.AsyncConnection[Any], value: object) -> bytes:
+    """`value` as JSON in an SQL string literal, quoted by libpq for this connection."""
+    return psycopg.pq.Escaping(conn.pgconn).escape_literal(_encode(value).encode())
+
+
+def _apply_statement(conn: psycopg.AsyncConnection[Any], writes: Writes) -> bytes:
     """The whole write set as one call of videocopies_apply (migration 0009) with its COMMIT:
     one simple query, so it goes through PgBouncer, and the server runs statements whose plans
     it keeps per session instead of parsing and planning each write. A fenced job write that
     matches no row, or a capacity slot that cannot be taken, aborts it from inside."""
-    return cursor.mogrify("SELECT videocopies_apply(%s::jsonb)", [_encode(writes)]) + ";\nCOMMIT"
+    return b"SELECT videocopies_apply(" + _literal(conn, writes) + b"::jsonb);\nCOMMIT"
+
+
+def _load_statement(conn: psycopg.AsyncConnection[Any], orders: list[str], accounts: list[int]) -> bytes:
+    """The opening read as one call of videocopies_load (migration 0011): a literal the server
+    parses in a moment, while it keeps the plans of the locking reads inside per session."""
+    return b"SELECT videocopies_load(" + _literal(conn, {"orders": orders, "accounts": accounts}) + b"::jsonb)"
 
 
 def _translate(error: psycopg.Error) -> Exception:
@@ -127,7 +139,7 @@ class PostgresAccounts:
             if was is None:
                 out.append(("insert_lot", mappers.lot_params(user_id, lot)))
             elif was != (lot.available, lot.debited, lot.expired, lot.refunded):
-                out.append(("update_lot", mappers.lot_params(user_id, lot)))
+                out.append(("update_lot", mappers.lot_change_params(lot)))
         for r in account.reservations.values():
             was = before["reservations"].get(r.order_id)
             params = {
@@ -182,7 +194,7 @@ class PostgresOrders:
         out: Writes = [("insert_order", mappers.order_params(o)) for o in self.added.values()]
         for order, loaded in self.loaded.values():
             if order.version != loaded:
-                out.append(("update_order", {**mappers.order_params(order), "loaded": loaded}))
+                out.append(("update_order", mappers.order_change_params(order, loaded)))
         return out
 
 
@@ -239,7 +251,7 @@ class PostgresJobs:
         for job, loaded, checkpointed in self.loaded.values():
             if job.version == loaded:
                 continue
-            params = {**mappers.job_params(job), "loaded": loaded}
+            params = mappers.job_change_params(job, loaded)
             if job.written_under is not None:
                 out.append(("update_job_fenced", {**params, "fence": job.written_under}))
             else:
@@ -411,7 +423,9 @@ class PostgresCapacity:
 
 class PostgresUnitOfWork:
     """Reads lock what they load (only the rows asked for); writes are sent together at commit,
-    in one pipeline, after the aggregates' own rules have run."""
+    in one round trip, after the aggregates' own rules have run. The unit of work opens its
+    transaction itself (its connection is in autocommit while it holds it), so the BEGIN
+    travels with the first read instead of costing a round trip of its own."""
 
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool
@@ -431,7 +445,14 @@ class PostgresUnitOfWork:
         self.capacity = PostgresCapacity(self)
 
     async def __aenter__(self) -> PostgresUnitOfWork:
-        self._conn = await self._pool.getconn()
+        conn = await self._pool.getconn()
+        try:
+            # The unit of work sends BEGIN itself, in the round trip of its first read.
+            await conn.set_autocommit(True)
+        except BaseException:
+            await self._pool.putconn(conn)
+            raise
+        self._conn = conn
         return self
 
     async def __aexit__(
@@ -441,8 +462,12 @@ class PostgresUnitOfWork:
         if conn is None:
             return
         try:
-            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            if conn.info.transaction_status != _IDLE:
                 await conn.rollback()
+            await conn.set_autocommit(False)
+        except BaseException:
+            await conn.close()  # in an unknown state: the pool replaces it
+            raise
         finally:
             await self._pool.putconn(conn)
 
@@ -452,8 +477,13 @@ class PostgresUnitOfWork:
             raise RuntimeError("unit of work used outside its `async with` block")
         return self._conn
 
+    async def _begin(self) -> None:
+        if self.conn.info.transaction_status == _IDLE:
+            await self._send(self.conn.cursor(), b"BEGIN")
+
     async def fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
         try:
+            await self._begin()
             async with self.conn.cursor(row_factory=dict_row) as cur:
                 await cur.execute(sql(query), params)
                 return await cur.fetchone()
@@ -462,6 +492,7 @@ class PostgresUnitOfWork:
 
     async def fetchall(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         try:
+            await self._begin()
             async with self.conn.cursor(row_factory=dict_row) as cur:
                 await cur.execute(sql(query), params)
                 return await cur.fetchall()
@@ -469,35 +500,30 @@ class PostgresUnitOfWork:
             raise _translate(error) from error
 
     async def prefetch(self, orders: Sequence[OrderId] = (), accounts: Sequence[UserId] = ()) -> None:
-        """Lock and load these orders, then these accounts, in one round trip."""
+        """Lock and load these orders, then these accounts, in one round trip: the first read
+        of the unit of work also carries its BEGIN."""
         orders = [o for o in orders if o not in self.orders.loaded and o not in self.orders.added]
         accounts = [a for a in accounts if a not in self.accounts.loaded and a not in self.accounts.added]
         if not orders and not accounts:
             return
         try:
-            async with self.conn.pipeline():
-                order_rows = []
-                for order_id in orders:
-                    cur = self.conn.cursor(row_factory=dict_row)
-                    await cur.execute(sql("load_order"), {"order_id": order_id})
-                    order_rows.append(cur)
-                if accounts:  # one statement for any number of them
-                    batch = self.conn.cursor(row_factory=dict_row)
-                    await batch.execute(sql("load_accounts"), {"user_ids": sorted(accounts)})
-            for cur in order_rows:
-                if (row := await cur.fetchone()) is not None:
-                    self.orders.remember(row)
-            by_user = {UserId(row["user_id"]): row for row in await batch.fetchall()} if accounts else {}
-            for user_id in accounts:
-                row = by_user.get(user_id)
-                if row is not None and row["seen_version"] != row["version"]:
-                    row = await self.fetchone("load_account", {"user_id": user_id})
-                if row is not None:
-                    self.accounts.remember(user_id, row)
-                else:
-                    self.accounts.absent.add(user_id)
+            found = await self._load(_load_statement(self.conn, orders, accounts))
         except psycopg.Error as error:
             raise _translate(error) from error
+        for row in found["orders"]:
+            self.orders.remember(row)
+        for row in found["accounts"]:
+            self.accounts.remember(UserId(row["user_id"]), row)
+        self.accounts.absent.update(set(accounts) - {UserId(row["user_id"]) for row in found["accounts"]})
+
+    async def _load(self, statement: bytes) -> Any:
+        cursor = self.conn.cursor()
+        opening = self.conn.info.transaction_status == _IDLE
+        await self._send(cursor, b"BEGIN;" + statement if opening else statement)
+        if opening:
+            cursor.nextset()
+        row = await cursor.fetchone()
+        return row[0] if row else None
 
     async def locked_fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
         """Lock a row and read it with what hangs off it. A statement that waited for the lock
@@ -517,16 +543,17 @@ class PostgresUnitOfWork:
         ]
         try:
             if writes:
-                cursor = psycopg.AsyncClientCursor(self.conn)
-                await self._send(cursor, _apply_statement(cursor, writes))
+                opening = b"BEGIN;" if self.conn.info.transaction_status == _IDLE else b""
+                await self._send(self.conn.cursor(), opening + _apply_statement(self.conn, writes))
             await self.conn.commit()
         except psycopg.Error as error:
             await self.conn.rollback()
             raise _translate(error) from error
         self._forget()
 
-    async def _send(self, cursor: psycopg.AsyncClientCursor[Any], batch: str) -> None:
-        await cursor.execute(batch)
+    async def _send(self, cursor: psycopg.AsyncCursor[Any], batch: bytes) -> None:
+        """A simple query (never prepared: it may hold several statements)."""
+        await cursor.execute(batch, prepare=False)
 
     async def rollback(self) -> None:
         await self.conn.rollback()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import operator
 import random
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -114,26 +116,34 @@ class EffectsPlan:
     @classmethod
     def derive(cls, seed: int, copy_index: int, attempt: int = 0, *, retry: int = 0) -> EffectsPlan:
         """The same seed, copy, attempt and retry always give the same plan, in any process."""
-        # A str seed goes through SHA-512, so the draws do not depend on hash randomisation.
-        rng = random.Random(f"effects.v{PLAN_VERSION}:{seed}:{copy_index}:{attempt}:{retry}")
-
-        def amount(bounds: tuple[float, float]) -> float:
-            lo, hi = bounds
-            return lo + (hi - lo) * rng.random()
-
-        def whole(bounds: tuple[int, int]) -> int:
-            lo, hi = bounds
-            return lo + int(rng.random() * (hi - lo + 1))
-
-        speed = amount(SPEED)
-        return cls(
+        for value, (check, field) in zip((seed, copy_index, attempt, retry), _GIVEN, strict=True):
+            check(None, field, value)
+        # The seed is a string through SHA-512 (what random.seed does with a str, done here
+        # directly), so the draws do not depend on hash randomisation.
+        key = f"effects.v{PLAN_VERSION}:{seed}:{copy_index}:{attempt}:{retry}".encode()
+        draw = random.Random(int.from_bytes(key + hashlib.sha512(key).digest(), "big")).random
+        # The order of the draws is part of the plan: speed, then the picture, noise, pitch, crf.
+        speed, crop, crop_x, crop_y, brightness, contrast, saturation, hue = [
+            round(lo + span * draw(), DECIMALS) for lo, span in _PICTURE_DRAWS
+        ]
+        noise = NOISE[0] + int(draw() * (NOISE[1] - NOISE[0] + 1))
+        pitch = round(PITCH[0] + _PITCH_SPAN * draw(), DECIMALS)
+        crf = CRF[0] + int(draw() * (CRF[1] - CRF[0] + 1))
+        # Every draw lies inside its bounds by construction (a unit test holds the validating
+        # constructor to that), so the plan is assembled without running the validators again.
+        return cls._assemble(
             seed=seed, copy_index=copy_index, attempt=attempt, retry=retry,
-            crop=amount(CROP), crop_x=amount(CROP_POSITION), crop_y=amount(CROP_POSITION),
-            brightness=amount(BRIGHTNESS), contrast=amount(CONTRAST),
-            saturation=amount(SATURATION), hue=amount(HUE_DEGREES), noise=whole(NOISE),
-            speed=speed, audio_tempo=speed, pitch=amount(PITCH), crf=whole(CRF),
-            strip_metadata=True,
+            crop=crop, crop_x=crop_x, crop_y=crop_y, brightness=brightness, contrast=contrast,
+            saturation=saturation, hue=hue, noise=noise, speed=speed, audio_tempo=speed, pitch=pitch,
+            crf=crf, strip_metadata=True,
         )
+
+    @classmethod
+    def _assemble(cls, **values: Any) -> EffectsPlan:
+        plan = object.__new__(cls)
+        for name, value in values.items():
+            _set(plan, name, value)
+        return plan
 
     def next_variant(self, avoid: Iterable[EffectsPlan] = ()) -> EffectsPlan:
         """The plan to re-render this copy with after it fails a quality gate.
@@ -145,7 +155,10 @@ class EffectsPlan:
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as plain JSON-ready values, tagged with the plan format version."""
-        return {"version": PLAN_VERSION, **attrs.asdict(self)}
+        data: dict[str, Any] = {"version": PLAN_VERSION}
+        for name in _NAMED:
+            data[name] = getattr(self, name)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EffectsPlan:
@@ -163,12 +176,23 @@ class EffectsPlan:
         return cls(**{name: data[name] for name in names})
 
 
+_set = object.__setattr__
+_PICTURE_DRAWS = tuple(
+    (lo, hi - lo)
+    for lo, hi in (SPEED, CROP, CROP_POSITION, CROP_POSITION, BRIGHTNESS, CONTRAST, SATURATION, HUE_DEGREES)
+)
+_PITCH_SPAN = PITCH[1] - PITCH[0]
+_NAMED = {field.name: field for field in attrs.fields(EffectsPlan)}
+# What derive is given (its draws need no checking): seed, copy_index, attempt, retry.
+_GIVEN = tuple((_NAMED[name].validator, _NAMED[name]) for name in ("seed", "copy_index", "attempt", "retry"))
+
 # Audio tempo follows speed, and CRF and metadata change only the file, so they are not measured.
 _MEASURED = (
     ("crop", CROP), ("crop_x", CROP_POSITION), ("crop_y", CROP_POSITION),
     ("brightness", BRIGHTNESS), ("contrast", CONTRAST), ("saturation", SATURATION),
     ("hue", HUE_DEGREES), ("noise", NOISE), ("speed", SPEED), ("pitch", PITCH),
 )
+_SPANS = tuple((name, lo, hi - lo) for name, (lo, hi) in _MEASURED)
 
 
 def distance(a: EffectsPlan, b: EffectsPlan) -> float:
@@ -184,14 +208,14 @@ def distance(a: EffectsPlan, b: EffectsPlan) -> float:
 def _position(plan: EffectsPlan) -> tuple[float, ...]:
     """Each measured parameter as a share of its allowed range."""
     values = []
-    for name, (lo, hi) in _MEASURED:
+    for name, lo, span in _SPANS:
         found = getattr(plan, name)
-        values.append(((1.0 if found is None else found) - lo) / (hi - lo))
+        values.append(((1.0 if found is None else found) - lo) / span)
     return tuple(values)
 
 
 def _apart(a: tuple[float, ...], b: tuple[float, ...]) -> float:
-    return sum(abs(x - y) for x, y in zip(a, b, strict=True)) / len(_MEASURED)
+    return sum(map(abs, map(operator.sub, a, b))) / len(_MEASURED)
 
 
 def plan_copies(seed: int, copies: int) -> tuple[EffectsPlan, ...]:
@@ -203,18 +227,26 @@ def plan_copies(seed: int, copies: int) -> tuple[EffectsPlan, ...]:
     if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= MAX_COPIES:
         raise InvalidEffectsPlan(f"an order has 1..{MAX_COPIES} copies, not {copies!r}")
     plans: list[EffectsPlan] = []
+    positions: list[tuple[float, ...]] = []
     for index in range(copies):
-        plans.append(_far_from(plans, seed, index, 0))
+        plan, here = _far_from_positions(positions, seed, index, 0)
+        plans.append(plan)
+        positions.append(here)
     return tuple(plans)
 
 
 def _far_from(others: Iterable[EffectsPlan], seed: int, index: int, attempt: int) -> EffectsPlan:
-    positions = [_position(o) for o in others]
+    return _far_from_positions([_position(o) for o in others], seed, index, attempt)[0]
+
+
+def _far_from_positions(
+    positions: list[tuple[float, ...]], seed: int, index: int, attempt: int
+) -> tuple[EffectsPlan, tuple[float, ...]]:
     # Two draws are this close with probability under 1 %, so even beside 49 others a draw is
     # far enough more often than not and the search ends after a few retries.
     for retry in itertools.count():
         plan = EffectsPlan.derive(seed, index, attempt, retry=retry)
         here = _position(plan)
         if all(_apart(here, there) >= MIN_PLAN_DISTANCE for there in positions):
-            return plan
+            return plan, here
     raise AssertionError("unreachable")  # pragma: no cover

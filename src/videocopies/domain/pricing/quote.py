@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 from datetime import UTC, datetime, timedelta
 
@@ -88,8 +87,15 @@ class Quote:
                 str(self.source_bytes),
             )
         ).encode()
-        digest = hmac.new(secret, message, hashlib.sha256).digest()[:16]
+        digest = hmac.digest(secret, message, "sha256")[:16]
         return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+    def terms(self) -> tuple[object, ...]:
+        """Everything the quote binds, without the token that signs it."""
+        return (
+            self.quote_id, self.user_id, self.source_key, self.copies, self.price_per_copy, self.total,
+            self.tariff_version, self.expires_at, self.source_bytes,
+        )
 
     def verify(self, secret: bytes, now: datetime, policy: PricingPolicy, user_id: UserId) -> None:
         """Refuse a quote that was altered, is someone else's, is past its expiry,
