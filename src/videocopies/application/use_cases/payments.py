@@ -11,6 +11,7 @@ import attrs
 from videocopies.application.errors import Conflict, NotFound, ProviderUnavailable, RefundRefused
 from videocopies.application.ports import Clock, OutboxMessage, PaymentProvider
 from videocopies.application.use_cases._common import UowFactory, load_account
+from videocopies.domain.coins import LotExists
 from videocopies.domain.payments import (
     Payment,
     ProviderTransaction,
@@ -41,9 +42,10 @@ class CreditPayment:
     async def __call__(self, cmd: CreditPaymentCommand) -> bool:
         try:
             return await self._credit(cmd)
-        except Conflict:
+        except (Conflict, LotExists):
             # The notification and reconciliation credited the same charge at the same moment:
-            # the other one won, and this one now finds the payment (and checks its terms).
+            # the other one won (its account row or its lot got there first, after this one
+            # found no payment), and this one now finds the payment (and checks its terms).
             return await self._credit(cmd)
 
     async def _credit(self, cmd: CreditPaymentCommand) -> bool:
