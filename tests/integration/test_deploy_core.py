@@ -38,8 +38,9 @@ def test_deploy_moves_a_working_worker_to_the_new_core_and_redoes_nothing(
     url = pg_server.url(database)
     bucket = f"t-{uuid.uuid4().hex[:16]}"
     store = S3ObjectStore(bucket, seaweed.endpoint_url, seaweed.access_key, seaweed.secret_key)
-    clip = make_clip(tmp_path / "clip.mp4", seconds=6, width=540, height=960)
-    order_id = asyncio.run(_order(url, store, clip, copies=5))
+    # Ten copies of an 8 s clip: the job is still rendering when the new core takes over.
+    clip = make_clip(tmp_path / "clip.mp4", seconds=8, width=540, height=960)
+    order_id = asyncio.run(_order(url, store, clip, copies=10))
     env = {
         "VIDEOCOPIES_S3_ENDPOINT": seaweed.endpoint_url, "VIDEOCOPIES_S3_BUCKET": bucket,
         "VIDEOCOPIES_S3_ACCESS_KEY": seaweed.access_key, "VIDEOCOPIES_S3_SECRET_KEY": seaweed.secret_key,
@@ -82,6 +83,6 @@ def test_deploy_moves_a_working_worker_to_the_new_core_and_redoes_nothing(
     assert b"core moved" in err
     (attempts, state), = fetch_all(url, "SELECT attempts, state FROM jobs")
     assert (attempts, state) == (1, "done")  # nothing was redone
-    assert [i for i, in fetch_all(url, "SELECT idx FROM job_checkpoints ORDER BY idx")] == [0, 1, 2, 3, 4]
+    assert [i for i, in fetch_all(url, "SELECT idx FROM job_checkpoints ORDER BY idx")] == list(range(10))
     assert fetch_all(url, "SELECT count(*) FROM refused_writes") == [(0,)]
     store.close()
