@@ -69,6 +69,7 @@ class SoakPlan:
     seed: int = 9
     lease_ttl_s: float = 5.0
     fault_every_s: float = 6.0
+    faults: tuple[str, ...] = FAULTS
     in_flight: int = 10  # unfinished orders at a time: the queue stays busy, not endless
     min_rounds: int = 1  # every kind of fault at least this many times
     settle_timeout_s: float = 600.0
@@ -104,10 +105,13 @@ class Stack:
 
 
 @contextlib.contextmanager
-def small_disk(scratch: Path, notes: list[str]) -> Iterator[Path | None]:
+def small_disk(scratch: Path, notes: list[str], wanted: bool = True) -> Iterator[Path | None]:
     """A 24 MB tmpfs for one worker, or None with the reason recorded (needs root)."""
     mount = scratch / "small-disk"
     mount.mkdir()
+    if not wanted:
+        yield None
+        return
     if os.geteuid() != 0:
         notes.append("disk_filled skipped: mounting a tmpfs needs root")
         yield None
@@ -174,10 +178,11 @@ def stack(plan: SoakPlan, scratch: Path, notes: list[str]) -> Iterator[Stack]:
             "VIDEOCOPIES_S3_ENDPOINT": seaweed.endpoint_url, "VIDEOCOPIES_S3_BUCKET": bucket,
             "VIDEOCOPIES_S3_ACCESS_KEY": seaweed.access_key, "VIDEOCOPIES_S3_SECRET_KEY": seaweed.secret_key,
         }
-        core = CoreProcess(bouncer.url("soak"), listen_url=url, quote_secret=SECRET, **s3, **ttl,
+        core = CoreProcess(bouncer.url("soak"), listen_url=url, quote_secret=SECRET, log_path=scratch / "core.log",
+                           **s3, **ttl,
                            VIDEOCOPIES_SAFETY_POLL_S="2")
         cleanup.enter_context(core)
-        disk = cleanup.enter_context(small_disk(scratch, notes))
+        disk = cleanup.enter_context(small_disk(scratch, notes, "disk_filled" in plan.faults))
         built = Stack(pg, bouncer, seaweed, store, url, core, sim_url, scratch, small_disk=disk)
         cleanup.callback(stop_roles, built)
         built.edge = RoleProcess("edge", edge_process(
@@ -342,7 +347,7 @@ class Chaos:
         self._thread.join()
 
     def _kinds(self) -> list[str]:
-        kinds = list(FAULTS)
+        kinds = list(self._plan.faults)
         if self._stack.small_disk is None:
             kinds.remove("disk_filled")
         return kinds
@@ -386,7 +391,18 @@ class Chaos:
         role.process.send_signal(signal.SIGCONT)
 
     def core_restarted(self) -> None:
-        self._stack.core.restart()
+        core = self._stack.core
+        core.stop()
+        try:
+            core.start()
+        except AssertionError as failed:
+            # Recorded as an error of the run, then core is brought back for the rest of it.
+            assert core.process is not None
+            core.process.kill()
+            core.process.wait()
+            log = core.log_path.read_text(errors="replace")[-1500:] if core.log_path else ""
+            self.errors.append(f"core_restarted: {failed!s:.200}; log: {log}")
+            core.start()
 
     def pgbouncer_restarted(self) -> None:
         self._stack.bouncer.stop()
@@ -585,10 +601,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--seed", type=int, default=9)
     parser.add_argument("--fault-every", type=float, default=6.0)
+    parser.add_argument("--faults", default=",".join(FAULTS), help="the kinds of fault to inject")
     parser.add_argument("--verbose", action="store_true", help="also print the roles' last log lines")
     args = parser.parse_args()
     plan = SoakPlan(orders=args.orders, users=args.users, workers=args.workers, seed=args.seed,
-                    fault_every_s=args.fault_every)
+                    fault_every_s=args.fault_every, faults=tuple(args.faults.split(",")))
+    # A stop asked for by the operator still stops every server this run started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     scratch = Path(tempfile.mkdtemp(prefix="videocopies-soak-"))
     try:
         figures = soak(plan, scratch)
