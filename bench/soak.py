@@ -32,7 +32,6 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from decimal import Decimal
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ from _support import emit, fresh_database  # noqa: E402
 from videocopies.adapters.ffmpeg.clips import make_clip  # noqa: E402
 from videocopies.adapters.objectstore import LocalSeaweed, S3ObjectStore  # noqa: E402
 from videocopies.adapters.postgres.bouncer import LocalPgBouncer  # noqa: E402
-from videocopies.adapters.postgres.cluster import LocalPostgres, free_port, running_as_root  # noqa: E402
+from videocopies.adapters.postgres.cluster import LocalPostgres, free_port  # noqa: E402
 from videocopies.application import use_cases as uc  # noqa: E402
 from videocopies.domain.coins import LotKind  # noqa: E402
 from videocopies.domain.shared import OrderId, UserId  # noqa: E402
@@ -137,7 +136,7 @@ def simulator(scratch: Path) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a busy machine imports slowly
         while True:
             with contextlib.suppress(httpx.TransportError):
                 if httpx.get(f"{url}/_sim/health").status_code == 200:
@@ -422,10 +421,9 @@ class Chaos:
     def disk_filled(self) -> None:
         assert self._stack.small_disk is not None
         filler = self._stack.small_disk / "filler"
-        with open(filler, "wb") as out:
-            with contextlib.suppress(OSError):
-                while True:
-                    out.write(b"\0" * 65536)
+        with open(filler, "wb") as out, contextlib.suppress(OSError):
+            while True:
+                out.write(b"\0" * 65536)
         self._stop.wait(8)
         filler.unlink()
 

@@ -23,6 +23,7 @@ class Settings:
     start_bonus_valid_for: timedelta | None = timedelta(days=30)
     purchase_valid_for: timedelta | None = None  # bought coins never expire
     duty_ttl: timedelta = timedelta(seconds=10)  # a dead edge's polling is taken over within this
+    orders_per_hour: int | None = 30  # new orders a user may confirm in an hour (None: no limit)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -36,4 +37,6 @@ class Settings:
             quote_secret=secret.encode(),
             lease_ttl=timedelta(seconds=float(env.get("VIDEOCOPIES_LEASE_TTL_S", "30"))),
             duty_ttl=timedelta(seconds=float(env.get("VIDEOCOPIES_DUTY_TTL_S", "10"))),
+            orders_per_hour=int(env["VIDEOCOPIES_ORDERS_PER_HOUR"]) or None if "VIDEOCOPIES_ORDERS_PER_HOUR" in env
+            else 30,
         )

@@ -21,6 +21,8 @@ from videocopies.adapters.probe import PyAvProber
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 from soak import SoakPlan, _fetch, files_left, stack  # noqa: E402
 
+from videocopies.roles.launch import issue_token  # noqa: E402
+
 pytestmark = pytest.mark.slow
 CLOUD_DOWNLOAD_LIMIT = 20 * 1024 * 1024
 
@@ -55,7 +57,8 @@ class Chat:
         self.sim.post(f"/_sim/users/{self.id}/{how}s", params=params, content=data).raise_for_status()
 
     def press(self, message_id: int, data: str) -> None:
-        self.sim.post(f"/_sim/users/{self.id}/presses", json={"message_id": message_id, "data": data}).raise_for_status()
+        pressed = self.sim.post(f"/_sim/users/{self.id}/presses", json={"message_id": message_id, "data": data})
+        pressed.raise_for_status()
 
     def next(self, timeout: float = 60, **criteria: str) -> dict[str, Any]:
         answer = self.sim.get(f"/_sim/users/{self.id}/received/next",
@@ -148,3 +151,64 @@ def test_an_unusual_video_becomes_a_correct_copy(bot: tuple[Any, httpx.Client], 
     assert abs(made.duration_s - shown.duration_s) < 0.5 * shown.duration_s
     chat.next(contains="copies are ready")
     assert settled(built.url, chat.id)[2] > 0
+
+
+_attack_updates = iter(range(9_000_000, 9_100_000))
+
+
+def forge(bot: tuple[Any, httpx.Client], chat: Chat, kind: str, **content: str) -> None:
+    """An update no honest client sends (Telegram only carries a message's own buttons),
+    put straight into core's inbox as a compromised edge or a modified client would."""
+    built, _ = bot
+    token = getattr(bot, "attacker", None) or issue_token(built.url, f"attacker-{next(_attack_updates)}", "edge")
+    event = {"update_id": next(_attack_updates), "kind": kind, **content,
+             "user": {"id": chat.id, "language_code": "en", "first_name": "Mallory"}}
+    answer = httpx.post(f"{built.core.url}/v1/inbox", json={"events": [event]},
+                        headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    assert answer.status_code < 300, answer.text
+
+
+def test_a_forged_confirm_button_orders_nothing(bot: tuple[Any, httpx.Client], tmp_path: Path) -> None:
+    built, _ = bot
+    chat = newcomer(bot)
+    chat.send("video", make_unusual("no_audio", tmp_path).read_bytes(), "video/mp4", 1, "clip.mp4")
+    choose = chat.next(contains="How many copies")
+    chat.press(choose["message_id"], "n:10")
+    quote = chat.next(contains="coins each")
+    (confirm,) = [b["callback_data"] for row in quote["reply_markup"]["inline_keyboard"] for b in row]
+    _, quote_id, copies, total, mac = confirm.split(":")
+    for forged in (f"c:{quote_id}:{copies}:1:{mac}", f"c:{quote_id}:{copies}:{total}:AAAAAAAAAAAAAAAA"):
+        forge(bot, chat, "button", data=forged)
+        assert chat.next(contains="no longer valid")["text"]
+    assert balance(built.url, chat.id) == (50, 0, 0)
+
+
+def test_one_user_cannot_cancel_or_see_another_users_order(bot: tuple[Any, httpx.Client], tmp_path: Path) -> None:
+    built, _ = bot
+    owner, mallory = newcomer(bot), newcomer(bot)
+    owner.send("video", make_unusual("no_audio", tmp_path).read_bytes(), "video/mp4", 1, "clip.mp4")
+    accepted = owner.order(10)
+    order_id = next(b["callback_data"][2:] for row in accepted["reply_markup"]["inline_keyboard"] for b in row
+                    if b["callback_data"].startswith("x:"))
+    forge(bot, mallory, "button", data=f"x:{order_id}")
+    assert mallory.next(contains="could not find that order")["text"]
+    mallory.say("/history")
+    assert "No orders yet" in mallory.next(contains="order")["text"]
+    (state,), = _fetch(built.url, "SELECT state FROM orders WHERE order_id = %s", order_id)
+    assert state in ("confirmed", "running", "done")
+    owner.next(contains="copies are ready", timeout=120)
+
+
+@pytest.mark.parametrize("hostile", ["'; DROP TABLE orders; --", "x:'; DROP TABLE orders; --",
+                                     "n:1; DELETE FROM coin_lots", "c:' OR '1'='1:1:5:AAAA"])
+def test_sql_in_a_message_or_a_button_is_only_text(bot: tuple[Any, httpx.Client], hostile: str) -> None:
+    built, _ = bot
+    chat = newcomer(bot)
+    before = _fetch(built.url, "SELECT (SELECT count(*) FROM orders), (SELECT sum(amount) FROM coin_lots)")
+    if hostile.startswith(("x:", "n:", "c:")):
+        forge(bot, chat, "button", data=hostile)
+    else:
+        chat.say(hostile)
+    assert chat.next()["text"]  # an answer, in words
+    assert _fetch(built.url, "SELECT (SELECT count(*) FROM orders), (SELECT sum(amount) FROM coin_lots)") == before
+    assert balance(built.url, chat.id) == (50, 0, 0)

@@ -152,7 +152,7 @@ class Bot(containers.DeclarativeContainer):
     gateways = providers.DependenciesContainer()
     use_cases = providers.DependenciesContainer()
     settings = providers.Dependency()
-    bot_settings = providers.Object(BotSettings())
+    bot_settings = providers.Factory(BotSettings, orders_per_hour=settings.provided.orders_per_hour)
 
     conversation = providers.Singleton(
         Conversation,

@@ -105,7 +105,8 @@ def make_copies(source: Path, copies: int, out: Path) -> int:
         print(f"videocopies copies make: {source}: no such file", file=sys.stderr)
         return 2
     try:
-        uvloop.run(PyAvProber(budget_s=120, limits=Limits(max_bytes=MAX_INPUT_BYTES, max_seconds=MAX_INPUT_SECONDS)).probe(source, full_decode=True))
+        limits = Limits(max_bytes=MAX_INPUT_BYTES, max_seconds=MAX_INPUT_SECONDS)
+        uvloop.run(PyAvProber(budget_s=120, limits=limits).probe(source, full_decode=True))
     except MediaRejected as rejected:
         print(f"videocopies copies make: {source.name}: {rejected.reason}", file=sys.stderr)
         return 2

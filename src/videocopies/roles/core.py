@@ -18,9 +18,11 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import psycopg
 import uvicorn
 import uvloop
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 from videocopies.adapters.http.api import JobApiServices, Relocation, create_app
 from videocopies.adapters.http.edge_api import EdgeApiServices, OutboxNews
@@ -159,6 +161,7 @@ class Core:
         self._sweeps: asyncio.Task[None] | None = None
         self._inbox: asyncio.Task[None] | None = None
         self.app: FastAPI = create_app(self.services, self.edge)
+        self.app.add_exception_handler(psycopg.OperationalError, database_unavailable)
         self.app.router.lifespan_context = self._lifespan
 
     async def start(self) -> None:
@@ -230,6 +233,14 @@ class Core:
             yield
         finally:
             await self.stop()
+
+
+async def database_unavailable(_request: Request, error: Exception) -> JSONResponse:
+    """The database restarting or a connection cut: a 503 the nodes retry with the same
+    receipt, not a 500 that would cost a job an attempt (every write is idempotent)."""
+    log.warning("database unavailable: %s", str(error).splitlines()[0] if str(error) else type(error).__name__)
+    return JSONResponse({"title": "database_unavailable", "detail": "try again shortly"}, status_code=503,
+                        headers={"Retry-After": "1"})
 
 
 class _Server(uvicorn.Server):
