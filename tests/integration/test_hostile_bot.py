@@ -19,7 +19,9 @@ from hostile import BAD, UNUSUAL, make_bad, make_unusual
 from videocopies.adapters.probe import PyAvProber
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
-from soak import SoakPlan, _fetch, files_left, stack  # noqa: E402
+from soak_books import files_left  # noqa: E402
+from soak_stack import SoakPlan, stack  # noqa: E402
+from soak_stack import fetch as _fetch  # noqa: E402
 
 from videocopies.roles.launch import issue_token  # noqa: E402
 
