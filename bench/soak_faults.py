@@ -87,7 +87,7 @@ class Chaos:
         core = self._stack.core
         core.stop()
         try:
-            core.start()
+            core.start(timeout=120)  # a busy machine imports slowly
         except AssertionError as failed:
             # Recorded as an error of the run, then core is brought back for the rest of it.
             assert core.process is not None
@@ -95,7 +95,7 @@ class Chaos:
             core.process.wait()
             log = core.log_path.read_text(errors="replace")[-1500:] if core.log_path else ""
             self.errors.append(f"core_restarted: {failed!s:.200}; log: {log}")
-            core.start()
+            core.start(timeout=120)
 
     def pgbouncer_restarted(self) -> None:
         self._stack.bouncer.stop()
