@@ -150,8 +150,8 @@ def stack(plan: SoakPlan, scratch: Path, notes: list[str]) -> Iterator[Stack]:
         core = CoreProcess(bouncer.url("soak"), listen_url=url, quote_secret=SECRET, log_path=scratch / "core.log",
                            **s3, **ttl,
                            VIDEOCOPIES_SAFETY_POLL_S="2")
-        core.start(timeout=120)  # a busy machine imports slowly
         cleanup.callback(core.__exit__)
+        core.start(timeout=120)  # a busy machine imports slowly
         disk = cleanup.enter_context(small_disk(scratch, notes, "disk_filled" in plan.faults))
         built = Stack(pg, bouncer, seaweed, store, url, core, sim_url, scratch, small_disk=disk)
         cleanup.callback(stop_roles, built)
