@@ -37,7 +37,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _support import emit  # noqa: E402
 from soak_books import books, files_left, objects  # noqa: E402
 from soak_faults import Chaos  # noqa: E402
-from soak_stack import BOT_TOKEN, FAULTS, FINAL, SECRET, SoakPlan, Stack, fetch, stack, stop_roles  # noqa: E402
+from soak_stack import (  # noqa: E402
+    BOT_TOKEN,
+    FAULTS,
+    FINAL,
+    SECRET,
+    TIDY_S,
+    SoakPlan,
+    Stack,
+    fetch,
+    stack,
+    stop_roles,
+)
 
 from videocopies.adapters.ffmpeg.clips import make_clip  # noqa: E402
 from videocopies.application import use_cases as uc  # noqa: E402
@@ -192,6 +203,7 @@ def soak(plan: SoakPlan, scratch: Path) -> dict[str, Any]:
             ):
                 time.sleep(1)
         settle(built, users, plan.settle_timeout_s)
+        time.sleep(3 * TIDY_S)  # core's pass over the closed jobs' stray copies
         figures = books(built, users.confirmed, chaos.zombies)
         figures.update(objects(built))
         stop_roles(built)

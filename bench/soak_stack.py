@@ -29,6 +29,7 @@ from videocopies.roles.launch import CoreProcess, RoleProcess, edge_process, iss
 BOT_TOKEN = "424242:soak"
 SECRET = "soak-secret"
 FINAL = ("done", "cancelled", "failed")
+TIDY_S = 3.0  # how often core removes copies stored but never checkpointed
 FAULTS = ("worker_killed", "worker_stopped", "core_restarted", "pgbouncer_restarted", "postgres_restarted",
           "connections_dropped", "disk_filled", "storage_down")
 
@@ -149,7 +150,7 @@ def stack(plan: SoakPlan, scratch: Path, notes: list[str]) -> Iterator[Stack]:
         }
         core = CoreProcess(bouncer.url("soak"), listen_url=url, quote_secret=SECRET, log_path=scratch / "core.log",
                            **s3, **ttl,
-                           VIDEOCOPIES_SAFETY_POLL_S="2")
+                           VIDEOCOPIES_SAFETY_POLL_S="2", VIDEOCOPIES_TIDY_S=str(TIDY_S))
         cleanup.callback(core.__exit__)
         core.start(timeout=120)  # a busy machine imports slowly
         disk = cleanup.enter_context(small_disk(scratch, notes, "disk_filled" in plan.faults))
