@@ -32,6 +32,7 @@ class Settings:
     @property
     def purchase_valid_for(self) -> timedelta | None:
         return self.grants.valid_for(LotKind.PURCHASE)
+    orders_per_hour: int | None = 30  # new orders a user may confirm in an hour (None: no limit)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -49,6 +50,8 @@ class Settings:
             packages=packages_from_env(env),
             reconcile_every=timedelta(seconds=float(env.get("VIDEOCOPIES_RECONCILE_EVERY_S", "600"))),
             expiry_sweep_every=timedelta(seconds=float(env.get("VIDEOCOPIES_EXPIRY_SWEEP_EVERY_S", "60"))),
+            orders_per_hour=int(env["VIDEOCOPIES_ORDERS_PER_HOUR"]) or None if "VIDEOCOPIES_ORDERS_PER_HOUR" in env
+            else 30,
         )
 
 

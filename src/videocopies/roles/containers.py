@@ -85,7 +85,8 @@ class PostgresGateways(containers.DeclarativeContainer):
 
 def _bot_settings(settings: Settings) -> BotSettings:
     rules = settings.grants
-    return BotSettings(start_bonus=rules.start_bonus, start_bonus_valid_for=rules.valid_for(LotKind.START))
+    return BotSettings(start_bonus=rules.start_bonus, start_bonus_valid_for=rules.valid_for(LotKind.START),
+                       orders_per_hour=settings.orders_per_hour)
 
 
 class UseCases(containers.DeclarativeContainer):

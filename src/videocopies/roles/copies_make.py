@@ -38,6 +38,7 @@ from videocopies.settings import DEFAULT_TARIFF, Settings, quality_thresholds
 
 LOCAL_USER = UserId(1)
 MAX_INPUT_BYTES = 2 * 1024**3
+MAX_INPUT_SECONDS = 600.0
 
 
 class TimedTranscoder:
@@ -120,7 +121,8 @@ def make_copies(source: Path, copies: int, out: Path) -> int:
         print(f"videocopies copies make: {source}: no such file", file=sys.stderr)
         return 2
     try:
-        uvloop.run(PyAvProber(budget_s=120, limits=Limits(max_bytes=MAX_INPUT_BYTES)).probe(source, full_decode=True))
+        limits = Limits(max_bytes=MAX_INPUT_BYTES, max_seconds=MAX_INPUT_SECONDS)
+        uvloop.run(PyAvProber(budget_s=120, limits=limits).probe(source, full_decode=True))
     except MediaRejected as rejected:
         print(f"videocopies copies make: {source.name}: {rejected.reason}", file=sys.stderr)
         return 2

@@ -41,6 +41,7 @@ from videocopies.application.duties import HoldDuty
 from videocopies.application.nodes import NodeAuthenticator
 from videocopies.application.ports import ObjectStore
 from videocopies.roles.containers import PostgresService
+from videocopies.roles.stray_copies import keep_removing
 from videocopies.settings import Settings
 
 log = logging.getLogger("videocopies.core")
@@ -141,6 +142,7 @@ class Core:
         store: ObjectStore | None = None,
         schema: migrate.SchemaStatus | None = None,
         lease_sweep_s: float = 10.0,
+        tidy_s: float = 60.0,
         claim_concurrency: int = 2,
         inbox_workers: int = 4,
         payment_bot: Any = None,
@@ -193,6 +195,8 @@ class Core:
         )
         self._stop = asyncio.Event()
         self._sweeps: asyncio.Task[None] | None = None
+        self._tidy: asyncio.Task[None] | None = None
+        self._store, self._tidy_s = store, tidy_s
         self._inbox: asyncio.Task[None] | None = None
         self._payments: asyncio.Task[None] | None = None
         self.app: FastAPI = create_app(self.services, self.edge, self.control)
@@ -209,6 +213,10 @@ class Core:
         self._sweeps = asyncio.create_task(sweep(
             self.container, self._stop, self._lease_sweep_s, self.peek, self.metrics.lease_expiries.inc
         ))
+        if self._store is not None and hasattr(self._store, "keys"):
+            self._tidy = asyncio.create_task(
+                keep_removing(self.pool, self._store, self._stop, self._tidy_s, window_s=2 * 3600)  # type: ignore[arg-type]
+            )
         self._inbox = asyncio.create_task(
             self.inbox_processor.run(
                 self._stop, self._inbox_wait, self._inbox_workers, safety_poll_s=10.0, peek=self.peek.inbox_waiting
@@ -227,7 +235,7 @@ class Core:
     async def stop(self) -> None:
         self._stop.set()
         await self.waiters.stop()
-        for task in (self._sweeps, self._inbox, self._payments):
+        for task in (self._sweeps, self._inbox, self._payments, self._tidy):
             if task is not None:
                 await task
         if self._payment_bot is not None:
@@ -341,7 +349,8 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
     from videocopies.roles.payments import attach_provider
 
     bot = attach_provider(container, env)
-    core = Core(container, object_store_from_env(env), schema, lease_sweep_s=sweep_s, payment_bot=bot)
+    core = Core(container, object_store_from_env(env), schema, lease_sweep_s=sweep_s, payment_bot=bot,
+                tidy_s=float(env.get("VIDEOCOPIES_TIDY_S", "60")))
     host = host or env.get("VIDEOCOPIES_CORE_HOST", "127.0.0.1")
     port = port or int(env.get("VIDEOCOPIES_CORE_PORT", "8700"))
     log.info("core serving on %s:%d", host, port)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import os
 import secrets
 import signal
@@ -55,9 +56,11 @@ class CoreProcess:
     """`videocopies core` on a free port; `restart` keeps the port, as a deploy would."""
 
     def __init__(
-        self, database_url: str, listen_url: str | None = None, quote_secret: str = "process-secret", **env: str
+        self, database_url: str, listen_url: str | None = None, quote_secret: str = "process-secret",
+        log_path: Path | None = None, **env: str,
     ) -> None:
         self.database_url = database_url
+        self.log_path = log_path  # stderr appended there (a long run), instead of kept until stop
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._env = {
@@ -70,14 +73,21 @@ class CoreProcess:
         self.log = b""
 
     def start(self, timeout: float = 30.0) -> CoreProcess:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "videocopies.cli", "core"], env=self._env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )
+        with contextlib.ExitStack() as files:
+            stderr = files.enter_context(self.log_path.open("ab")) if self.log_path else subprocess.PIPE
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "videocopies.cli", "core"], env=self._env,
+                stdout=subprocess.DEVNULL, stderr=stderr,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise AssertionError(f"core exited: {self.process.stderr.read().decode()}")  # type: ignore[union-attr]
+                assert self.process.stderr is not None or self.log_path is not None
+                said = (
+                    self.log_path.read_text() if self.log_path
+                    else self.process.stderr.read().decode()  # type: ignore[union-attr]
+                )
+                raise AssertionError(f"core exited: {said[-3000:]}")
             try:
                 if httpx.get(f"{self.url}/_info", timeout=1.0).status_code == 200:
                     return self

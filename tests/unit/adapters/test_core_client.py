@@ -90,3 +90,33 @@ async def test_a_redirect_without_the_core_header_is_not_followed() -> None:
 
     with pytest.raises(CoreRefused):
         await _client(core).call("POST", "/v1/jobs/j1/renew", {"token": "t"})
+
+
+async def test_storage_that_is_down_is_waited_out_for_a_download_and_an_upload(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    calls: list[str] = []
+
+    def storage(request: httpx.Request) -> httpx.Response:
+        calls.append(request.method)
+        if len(calls) % 3 == 1:
+            raise httpx.ConnectError("storage is restarting")
+        if len(calls) % 3 == 2:
+            return httpx.Response(503)
+        return httpx.Response(200, content=b"source" if request.method == "GET" else b"")
+
+    client = _client(storage)
+    await client.download("http://s3/source", {}, tmp_path / "source")
+    assert (tmp_path / "source").read_bytes() == b"source"
+    await client.upload("http://s3/copy", {}, tmp_path / "source", 6)
+    assert calls == ["GET"] * 3 + ["PUT"] * 3
+
+
+async def test_storage_refusing_or_gone_for_too_long_fails_the_transfer(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(CoreRefused):
+        await _client(lambda _request: httpx.Response(403)).download("http://s3/x", {}, tmp_path / "x")
+
+    def gone(_request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("no storage")
+
+    with pytest.raises(CoreUnreachable):
+        await _client(gone, retry_for_s=0.0).download("http://s3/x", {}, tmp_path / "x")
+    assert not (tmp_path / "x").exists()

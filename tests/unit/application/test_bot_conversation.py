@@ -5,6 +5,7 @@ render them in the user's language."""
 from __future__ import annotations
 
 import itertools
+from datetime import timedelta
 
 import pytest
 
@@ -173,3 +174,26 @@ def test_the_confirm_button_is_short_and_bound_to_the_quote_and_its_terms() -> N
     assert mac == confirm_mac(b"s", "abcdefghijkl", "10:30")
     assert mac != confirm_mac(b"s", "abcdefghijkm", "10:30") and mac != confirm_mac(b"t", "abcdefghijkl", "10:30")
     assert mac != confirm_mac(b"s", "abcdefghijkl", "10:3")
+
+
+async def test_new_orders_past_the_hourly_limit_get_a_clear_screen_and_reserve_nothing(shop) -> None:  # type: ignore[no-untyped-def]
+    chat = Chat(shop)
+    chat.conversation.settings = BotSettings(orders_per_hour=2)
+    await chat.send(BOB, "text", text="/start")
+    for _ in range(2):
+        await chat.video(BOB)
+        (quote,) = await chat.send(BOB, "button", data="n:1")
+        (confirmed,) = await chat.send(BOB, "button", data=quote.buttons[0][0].data)
+        assert "Order accepted" in confirmed.text
+    await chat.video(BOB)
+    (quote,) = await chat.send(BOB, "button", data="n:1")
+    (refused,) = await chat.send(BOB, "button", data=quote.buttons[0][0].data)
+    assert refused.text.startswith("That is 2 orders in the last hour") and "nothing was charged" in refused.text
+    (balance,) = await chat.send(BOB, "text", text="/balance")
+    assert "Reserved for orders in progress: 10" in balance.text  # the two accepted ones only
+
+    shop.clock.advance(timedelta(hours=1, seconds=1))
+    await chat.video(BOB)
+    (quote,) = await chat.send(BOB, "button", data="n:1")
+    (accepted,) = await chat.send(BOB, "button", data=quote.buttons[0][0].data)
+    assert "Order accepted" in accepted.text

@@ -10,6 +10,7 @@ import sys
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -166,12 +167,24 @@ def probe(path: Path) -> SourceInfo:
             else:
                 raise TranscodeFailed("the source has no known duration")
             rate = video.average_rate or video.guessed_rate
+            width, height = video.codec_context.width, video.codec_context.height
+            # FFmpeg turns a phone's rotated picture upright before the filters see it, so
+            # they must be sized for the picture as displayed, not as coded.
+            if _rotation(container) % 180 == 90:
+                width, height = height, width
             return SourceInfo(
-                width=video.codec_context.width, height=video.codec_context.height, duration_s=duration,
+                width=width, height=height, duration_s=duration,
                 has_audio=bool(container.streams.audio), fps=float(rate) if rate else 0.0,
             )
     except (av.FFmpegError, ValueError) as e:
         raise TranscodeFailed("the source is not a readable video", str(e)) from e
+
+
+def _rotation(container: Any) -> int:
+    """The display rotation of the first picture, in degrees."""
+    for frame in container.decode(video=0):
+        return round(frame.rotation) % 360
+    return 0
 
 
 async def _collect(stream: asyncio.StreamReader | None, tail: deque[str]) -> None:

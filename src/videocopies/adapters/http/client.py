@@ -63,6 +63,7 @@ class CoreClient:
             transport=transport,
         )
         self._retry_for_s, self._sleep = retry_for_s, sleep
+        self._transport = transport  # tests: storage is reached through it too
         self.retries = 0
 
     @property
@@ -99,12 +100,15 @@ class CoreClient:
 
     async def download(self, url: str, headers: dict[str, str], path: Path) -> None:
         """Stream a signed URL into `path` through a temp file; a failure leaves nothing."""
-        async with self._bare() as http, http.stream("GET", url, headers=headers) as response:
-            if response.status_code != 200:
-                raise CoreRefused(response.status_code, {"detail": f"download failed: HTTP {response.status_code}"})
-            with open_temp_beside(path) as (out, _digest):
-                async for chunk in response.aiter_bytes(_CHUNK):
-                    out.write(chunk)
+
+        async def once() -> None:
+            async with self._bare() as http, http.stream("GET", url, headers=headers) as response:
+                _storage_answer(response, 200)
+                with open_temp_beside(path) as (out, _digest):
+                    async for chunk in response.aiter_bytes(_CHUNK):
+                        out.write(chunk)
+
+        await self._through_outage("download", once)
 
     async def upload(self, url: str, headers: dict[str, str], path: Path, size: int) -> None:
         async def chunks() -> Any:
@@ -112,14 +116,44 @@ class CoreClient:
                 while chunk := await asyncio.to_thread(source.read, _CHUNK):
                     yield chunk
 
-        async with self._bare() as http:
-            response = await http.put(url, content=chunks(), headers={**headers, "Content-Length": str(size)})
-        if response.status_code not in (200, 201, 204):
-            raise CoreRefused(response.status_code, {"detail": f"upload failed: HTTP {response.status_code}"})
+        async def once() -> None:
+            async with self._bare() as http:
+                response = await http.put(url, content=chunks(), headers={**headers, "Content-Length": str(size)})
+            _storage_answer(response, 200, 201, 204)
+
+        await self._through_outage("upload", once)
+
+    async def _through_outage(self, what: str, transfer: Any) -> None:
+        """Storage that is down or restarting is waited out like core is: failing the job
+        instead would spend its attempts on every job in the queue within seconds (the soak
+        saw a 3 s outage fail a third of the orders)."""
+        loop = asyncio.get_running_loop()
+        give_up, delay = loop.time() + self._retry_for_s, 0.2
+        while True:
+            try:
+                return await transfer()
+            except (httpx.TransportError, _StorageBusy) as error:
+                if loop.time() + delay > give_up:
+                    raise CoreUnreachable(f"storage {what}: {error!r}, retried for {self._retry_for_s:.0f}s") from error
+                log.info("storage unreachable on %s (%r); again in %.1fs", what, error, delay)
+                await self._sleep(delay * (0.5 + random.random()))  # noqa: S311 - jitter, not secrecy
+                delay = min(delay * 2, 5.0)
 
     def _bare(self) -> httpx.AsyncClient:
         # Signed URLs point at storage, not core: no node token goes there.
-        return httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=10.0))
+        return httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=10.0), transport=self._transport)
+
+
+class _StorageBusy(Exception):
+    """Storage answered 5xx: it is there but cannot serve now."""
+
+
+def _storage_answer(response: httpx.Response, *ok: int) -> None:
+    if response.status_code in ok:
+        return
+    if response.status_code >= 500:
+        raise _StorageBusy(f"HTTP {response.status_code}")
+    raise CoreRefused(response.status_code, {"detail": f"storage refused: HTTP {response.status_code}"})
 
 
 def _moved_to(response: httpx.Response) -> str | None:

@@ -94,6 +94,12 @@ class InMemoryBotUsers:
         user = self.users.get(user_id)
         return user.language if user else "en"
 
+    async def orders_since(self, user_id: UserId, since: datetime) -> int:
+        return sum(
+            1 for o in self._store.orders.values()
+            if o.user_id == user_id and o.state is not OrderState.QUOTED and o.created_at >= since
+        )
+
     async def history(self, user_id: UserId, limit: int) -> Sequence[Mapping[str, Any]]:
         orders = [o for o in self._store.orders.values() if o.user_id == user_id and o.state is not OrderState.QUOTED]
         orders.sort(key=lambda o: o.created_at, reverse=True)

@@ -136,6 +136,16 @@ class S3ObjectStore:
 
         return await self._call(prefix, delete_all)
 
+    async def keys(self, prefix: str) -> list[str]:
+        """Every key under `prefix/`."""
+        prefix = check_prefix(prefix)
+
+        def listed() -> list[str]:
+            pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+            return [item["Key"] for page in pages for item in page.get("Contents", [])]
+
+        return await self._call(prefix, listed)
+
     async def presigned_url(self, key: str, ttl: timedelta) -> str:
         return await self._presign("get_object", key, ttl)
 

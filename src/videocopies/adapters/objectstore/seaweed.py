@@ -71,6 +71,7 @@ class LocalSeaweed:
         self.dir = Path(tempfile.gettempdir()) / f"videocopies-seaweed-{secrets.token_hex(6)}"
         self.ports: dict[str, int] = {}
         self._process: subprocess.Popen[bytes] | None = None
+        self._argv: list[str] = []
 
     @property
     def endpoint_url(self) -> str:
@@ -98,17 +99,38 @@ class LocalSeaweed:
             "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
             *(f"-{flag}={port}" for flag, port in self.ports.items()),
         ]
-        with self.log_path.open("wb") as log:
-            self._process = subprocess.Popen(
-                argv, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self._argv = argv
+        self._launch()
         atexit.register(self.stop)  # never leave a server behind if the owner forgets
         try:
             self._wait_ready()
         except BaseException:
             self.stop()
             raise
+
+    def _launch(self) -> None:
+        with self.log_path.open("ab") as log:
+            self._process = subprocess.Popen(
+                self._argv, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def restart(self, down_s: float = 0.0) -> None:
+        """Kill the server and start it again on the same ports and data after `down_s`: an
+        outage of the object store that loses nothing it had stored."""
+        assert self._process is not None, "not started"
+        process = self._process
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        time.sleep(down_s)
+        self._launch()
+        self._wait_ready()
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout

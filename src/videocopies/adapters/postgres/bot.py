@@ -190,6 +190,16 @@ class PostgresBotUsers:
             await conn.commit()
         return {user_id: language for user_id, language in rows}
 
+    async def orders_since(self, user_id: UserId, since: datetime) -> int:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT count(*) FROM orders WHERE user_id = %s AND state <> 'quoted' AND created_at >= %s",
+                [user_id, since],
+            )
+            (count,) = await cur.fetchone()  # type: ignore[misc]
+            await conn.commit()
+        return int(count)
+
     async def history(self, user_id: UserId, limit: int) -> Sequence[Mapping[str, Any]]:
         async with self._pool.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)

@@ -24,7 +24,14 @@ from videocopies.adapters.probe.errors import (
     ProbeTimedOut,
 )
 from videocopies.adapters.probe.media import MediaInfo
-from videocopies.adapters.probe.rules import CopyTolerance, Limits, check_copy, check_dimensions, check_timing
+from videocopies.adapters.probe.rules import (
+    CopyTolerance,
+    Limits,
+    check_copy,
+    check_dimensions,
+    check_length,
+    check_timing,
+)
 from videocopies.application.ports import ProbeResult
 
 # Demuxers that read one picture; everything else must prove it has two frames or more.
@@ -104,6 +111,7 @@ class PyAvProber:
         check_dimensions(codec.width, codec.height, self._limits)
         _check_not_cut(container, size)
         header_s = _header_duration(container, video)
+        check_length(header_s, self._limits)
         header_frames = video.frames
         fps = float(video.average_rate or video.guessed_rate or video.base_rate or 0)
         decode_all = full_decode or header_s is None  # no duration in the header: count it
@@ -118,6 +126,7 @@ class PyAvProber:
             frames = header_frames or (round(header_s * fps) if header_s and fps else 0)
         duration_s = header_s if header_s is not None else scan.span_s or (frames / fps if fps else None)
         duration_s = check_timing(duration_s, frames)
+        check_length(duration_s, self._limits)
         fmt = codec.format
         width, height = (codec.height, codec.width) if scan.rotation % 180 == 90 else (codec.width, codec.height)
         return MediaInfo(

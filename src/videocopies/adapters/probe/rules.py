@@ -15,6 +15,13 @@ class Limits:
     min_side: int = 16
     max_side: int = 4096
     max_bytes: int | None = None
+    max_seconds: float | None = None
+
+
+def check_length(duration_s: float | None, limits: Limits) -> None:
+    """Refused from the header, before hours of video are decoded to find out."""
+    if duration_s is not None and limits.max_seconds is not None and duration_s > limits.max_seconds:
+        raise InvalidMedia(f"{duration_s:.0f} s long, longer than the {limits.max_seconds:.0f} s limit")
 
 
 @attrs.frozen

@@ -32,6 +32,7 @@ VIDEO_TYPES = ("video/mp4", "video/quicktime", "video/webm", "video/x-matroska",
 # Text commands a whole batch of users can share a few statements for: they only greet,
 # explain or show a balance (anything else, /history included, goes one event at a time).
 _HISTORY = "/history"
+_HOUR = timedelta(hours=1)
 _READS_BALANCE = ("/start", "/balance")
 
 
@@ -48,6 +49,9 @@ class BotUsers(Protocol):
     async def history(self, user_id: UserId, limit: int) -> Sequence[Mapping[str, Any]]:
         """Recent confirmed orders, newest first: created_at, copies, state, charged."""
         ...
+    async def orders_since(self, user_id: UserId, since: datetime) -> int:
+        """How many orders the user confirmed since then."""
+        ...
 
 
 @attrs.frozen
@@ -56,6 +60,7 @@ class BotSettings:
     max_video_seconds: float = 180.0
     start_bonus: int = 50
     start_bonus_valid_for: timedelta | None = timedelta(days=30)
+    orders_per_hour: int | None = 30  # None: no limit
 
 
 def confirm_mac(secret: bytes, quote_id: str, terms: str = "") -> str:
@@ -253,6 +258,10 @@ class Conversation:
     async def _confirm(self, user: BotUser, quote_id: OrderId, copies: int, total: int, replies: _Replies) -> None:
         # The button's MAC proved core issued it for this quote, so the stored quote is
         # presented; ConfirmOrder still checks it is this user's, unexpired and unused.
+        limit = self.settings.orders_per_hour
+        if limit is not None and await self.users.orders_since(user.user_id, self.clock.now() - _HOUR) >= limit:
+            replies.screen("too_many_orders", limit=limit)  # nothing reserved
+            return
         confirmed = replies.message("confirmed", order_id=quote_id, copies=copies, total=total)
         try:
             await self.confirm_order(uc.ConfirmOrderCommand(user.user_id, quote_id, None, confirmed))

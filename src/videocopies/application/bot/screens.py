@@ -90,6 +90,8 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "quote_expired": "This price has expired. Choose the number of copies again.",
         "already_confirmed": "This order is already confirmed.",
         "busy": "We are at capacity right now. Please try again in a few minutes; nothing was charged.",
+        "too_many_orders": "That is {limit} orders in the last hour, the most an hour allows. Please try again "
+                           "later; nothing was charged.",
         "video_too_big": "This video is too large ({size_mb} MB). The limit is {max_mb} MB.",
         "video_too_long": "This video is too long ({seconds} s). The limit is {max_s} seconds.",
         "video_format": "This file is not a video I can work with. Send an MP4, MOV or WebM video.",
@@ -158,6 +160,8 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "quote_expired": "Срок цены истёк. Выберите число копий ещё раз.",
         "already_confirmed": "Этот заказ уже подтверждён.",
         "busy": "Сейчас все мощности заняты. Попробуйте через несколько минут; ничего не списано.",
+        "too_many_orders": "За последний час уже {limit} заказов — больше нельзя. Попробуйте позже; "
+                           "ничего не списано.",
         "video_too_big": "Видео слишком большое ({size_mb} МБ). Предел — {max_mb} МБ.",
         "video_too_long": "Видео слишком длинное ({seconds} с). Предел — {max_s} секунд.",
         "video_format": "Этот файл не похож на видео, с которым я умею работать. Пришлите MP4, MOV или WebM.",

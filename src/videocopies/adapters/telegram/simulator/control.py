@@ -68,6 +68,13 @@ def control_routes(state: SimulatorState) -> list[Route]:
         )
         return JSONResponse(message, status_code=201)
 
+    async def send_document(request: Request) -> Response:
+        q = request.query_params
+        message = user(request).send_document(
+            await request.body(), file_name=q.get("file_name", "file"), mime_type=q.get("mime_type"),
+        )
+        return JSONResponse(message, status_code=201)
+
     async def press(request: Request) -> Response:
         data = await body(request)
         query_id = user(request).press(int(data["message_id"]), str(data["data"]))
@@ -163,6 +170,7 @@ def control_routes(state: SimulatorState) -> list[Route]:
         Route("/stats", guarded(stats), methods=["GET"]),
         Route("/users/{user_id:int}/messages", guarded(send_text), methods=["POST"]),
         Route("/users/{user_id:int}/videos", guarded(send_video), methods=["POST"]),
+        Route("/users/{user_id:int}/documents", guarded(send_document), methods=["POST"]),
         Route("/users/{user_id:int}/presses", guarded(press), methods=["POST"]),
         Route("/users/{user_id:int}/payments", guarded(pay), methods=["POST"]),
         Route("/users/{user_id:int}/payments/{query_id}", guarded(payment), methods=["GET"]),

@@ -1,0 +1,254 @@
+"""Chaos soak: simulated users order copies while workers, core, PgBouncer, PostgreSQL and
+the object store fail under them, then the books are checked.
+
+Every role is a process of its own on the local stack: PostgreSQL behind PgBouncer
+(transaction mode; LISTEN direct), SeaweedFS (S3), the Bot API simulator, core, edge and
+workers. Users order 1, 5 or 10 copies of a 1 s clip through the use cases, some cancel
+midway; every copy reaches the user through edge, so a copy is charged only when edge
+reports it delivered. Meanwhile, at seeded random points: SIGKILL of a worker (restarted),
+SIGSTOP of a worker past its lease then SIGCONT, restarts of core, PgBouncer and
+PostgreSQL, core's connections terminated, a worker's disk filled, the object store down.
+
+Prints one JSON line: the figures that must be 0, and how many of each fault was injected.
+
+    uv run python bench/soak.py [--orders 200] [--users 25] [--workers 3] [--seed 9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _support import emit  # noqa: E402
+from soak_books import books, files_left, objects  # noqa: E402
+from soak_faults import Chaos  # noqa: E402
+from soak_stack import (  # noqa: E402
+    BOT_TOKEN,
+    FAULTS,
+    FINAL,
+    SECRET,
+    TIDY_S,
+    SoakPlan,
+    Stack,
+    fetch,
+    stack,
+    stop_roles,
+)
+
+from videocopies.adapters.ffmpeg.clips import make_clip  # noqa: E402
+from videocopies.application import use_cases as uc  # noqa: E402
+from videocopies.domain.coins import LotKind  # noqa: E402
+from videocopies.domain.shared import OrderId, UserId  # noqa: E402
+from videocopies.roles.containers import PostgresService  # noqa: E402
+from videocopies.settings import Settings  # noqa: E402
+
+# -- the users ---------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Wish:
+    user: int
+    copies: int
+    cancel_after_s: float | None
+
+
+def wishes(plan: SoakPlan, rng: random.Random) -> list[Wish]:
+    out = []
+    for _ in range(plan.orders):
+        copies = rng.choices((1, 5, 10), weights=(6, 3, 1))[0]
+        cancel = rng.uniform(0.5, 8.0) if rng.random() < 0.15 else None
+        out.append(Wish(rng.randrange(plan.users) + 1, copies, cancel))
+    return out
+
+
+async def persist(what: str, call: Any, give_up_s: float = 180.0) -> Any:
+    """A user trying again while the service is down (the database or the store restarting);
+    a refusal in the domain's words is an answer, not an outage."""
+    deadline = time.monotonic() + give_up_s
+    while True:
+        try:
+            return await call()
+        except Exception as error:
+            if type(error).__module__.startswith(("videocopies.domain", "videocopies.application")):
+                raise
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what}: gave up") from error
+            await asyncio.sleep(0.5)
+
+
+class Users:
+    """Simulated users placing their orders through the use cases, as the bot would."""
+
+    def __init__(self, stack: Stack, plan: SoakPlan, clip: Path) -> None:
+        self._stack, self._plan, self._clip = stack, plan, clip
+        self.service = PostgresService(settings=Settings(quote_secret=SECRET.encode()))
+        self.service.gateways.config.from_dict({"database_url": stack.url, "pool_size": 4})
+        self.confirmed: list[str] = []
+        self.cancel_requests = 0
+        self._uploaded: set[int] = set()
+
+    async def open(self) -> None:
+        pool = self.service.gateways.pool()
+        await pool.open(wait=True)
+        async with httpx.AsyncClient(base_url=self._stack.sim_url) as sim:
+            users = [{"id": u, "first_name": f"U{u}", "language_code": "en"} for u in range(1, self._plan.users + 1)]
+            (await sim.post("/_sim/users/bulk", json={"bot_token": BOT_TOKEN, "users": users})).raise_for_status()
+            # A bot may write only to users who started it.
+            actions = [{"user_id": u["id"], "text": "/start"} for u in users]
+            (await sim.post("/_sim/burst", json={"actions": actions})).raise_for_status()
+        grant = self.service.use_cases.grant_coins()
+        for user in range(1, self._plan.users + 1):
+            await grant(uc.GrantCoinsCommand(UserId(user), LotKind.MANUAL, 100_000, None, f"soak-{user}"))
+
+    async def close(self) -> None:
+        await self.service.gateways.pool().close()
+
+    async def order(self, wish: Wish) -> str:
+        cases = self.service.use_cases
+        key, size = f"sources/{wish.user}/soak.mp4", self._clip.stat().st_size
+        if wish.user not in self._uploaded:  # as the bot stores a video when it is sent
+            self._uploaded.add(wish.user)
+            await persist("upload", lambda: self._stack.store.put_file(key, self._clip))
+        quote = await persist("quote", lambda: cases.quote_order()(
+            uc.QuoteOrderCommand(UserId(wish.user), key, wish.copies, size)))
+
+        async def confirm() -> None:
+            try:
+                await cases.confirm_order()(uc.ConfirmOrderCommand(UserId(wish.user), quote.quote_id, quote.token))
+            except Exception as error:
+                # A retry after a confirmation whose answer was lost: it did happen.
+                if type(error).__name__ not in ("QuoteAlreadyUsed", "OrderNotInState"):
+                    raise
+
+        await persist("confirm", confirm)
+        self.confirmed.append(quote.quote_id)
+        if wish.cancel_after_s is not None:
+            await asyncio.sleep(wish.cancel_after_s)
+            self.cancel_requests += 1
+            await persist("cancel", lambda: cases.cancel_order()(
+                uc.CancelOrderCommand(UserId(wish.user), OrderId(quote.quote_id))))
+        return quote.quote_id
+
+
+def open_orders(url: str, ids: list[str]) -> int:
+    if not ids:
+        return 0
+    with contextlib.suppress(psycopg.Error), psycopg.connect(url, connect_timeout=3) as conn:
+        (n,), = conn.execute("SELECT count(*) FROM orders WHERE order_id = ANY(%s) AND state <> ALL(%s)",
+                             (ids, list(FINAL))).fetchall()
+        return int(n)
+    return len(ids)
+
+
+async def place_all(users: Users, plan: SoakPlan, url: str, all_wishes: list[Wish]) -> None:
+    tasks: list[asyncio.Task[str]] = []
+    for wish in all_wishes:
+        while sum(not t.done() for t in tasks) + await asyncio.to_thread(open_orders, url, users.confirmed) \
+                >= plan.in_flight:
+            await asyncio.sleep(0.3)
+        tasks.append(asyncio.create_task(users.order(wish)))
+        await asyncio.sleep(0.05)
+    await asyncio.gather(*tasks)
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def settle(stack: Stack, users: Users, timeout_s: float) -> None:
+    """Until every order is final and every copy message is sent (or the time is up)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(psycopg.Error):
+            unsent = fetch(stack.url, "SELECT count(*) FROM outbox WHERE sent_at IS NULL")[0][0]
+            if open_orders(stack.url, users.confirmed) == 0 and unsent == 0:
+                return
+        time.sleep(1)
+
+
+def soak(plan: SoakPlan, scratch: Path) -> dict[str, Any]:
+    rng = random.Random(plan.seed)
+    notes: list[str] = []
+    clip = make_clip(scratch / "clip.mp4", seconds=1, width=360, height=640)
+    started = time.monotonic()
+    with stack(plan, scratch, notes) as built:
+        users = Users(built, plan, clip)
+
+        async def drive(chaos: Chaos) -> None:
+            await users.open()
+            try:
+                await place_all(users, plan, built.url, wishes(plan, rng))
+            finally:
+                await users.close()
+
+        with Chaos(built, plan, random.Random(plan.seed + 1), notes) as chaos:
+            asyncio.run(drive(chaos))
+            deadline = time.monotonic() + plan.settle_timeout_s
+            while time.monotonic() < deadline and (
+                chaos.rounds < plan.min_rounds or open_orders(built.url, users.confirmed)
+            ):
+                time.sleep(1)
+        settle(built, users, plan.settle_timeout_s)
+        time.sleep(3 * TIDY_S)  # core's pass over the closed jobs' stray copies
+        figures = books(built, users.confirmed, chaos.zombies)
+        figures.update(objects(built))
+        stop_roles(built)
+        figures["temp_files_left"] = files_left(built)
+        (figures["copies_delivered"],), = fetch(built.url, "SELECT count(*) FROM coin_debits")
+        figures["copy_messages"] = fetch(built.url, "SELECT count(*), count(sent_at), count(delivery), "
+                                          "min(delivery::text) FROM outbox WHERE kind = 'copy_ready'")[0]
+        figures["cancel_requests"] = users.cancel_requests
+        figures["faults"] = dict(chaos.injected)
+        figures["fault_errors"] = chaos.errors
+        figures["notes"] = notes
+        figures["seconds"] = round(time.monotonic() - started, 1)
+        figures["log_tail"] = {r.name: list(r.tail)[-3:] for r in [*built.workers.values(), built.edge] if r}
+    return figures
+
+
+MUST_BE_ZERO = ("lost", "double_charged", "charged_undelivered", "zombie_writes_accepted",
+                "ledger_invariant_violations", "temp_files_left", "orphan_objects", "dangling_rows")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--orders", type=int, default=200)
+    parser.add_argument("--users", type=int, default=25)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=9)
+    parser.add_argument("--fault-every", type=float, default=6.0)
+    parser.add_argument("--faults", default=",".join(FAULTS), help="the kinds of fault to inject")
+    parser.add_argument("--verbose", action="store_true", help="also print the roles' last log lines")
+    args = parser.parse_args()
+    plan = SoakPlan(orders=args.orders, users=args.users, workers=args.workers, seed=args.seed,
+                    fault_every_s=args.fault_every, faults=tuple(args.faults.split(",")))
+    # A stop asked for by the operator still stops every server this run started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    scratch = Path(tempfile.mkdtemp(prefix="videocopies-soak-"))
+    try:
+        figures = soak(plan, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    tail = figures.pop("log_tail")
+    emit({k: int(v) if isinstance(v, Decimal) else v for k, v in figures.items()})
+    if args.verbose:
+        print(tail, file=sys.stderr)
+    sys.exit(1 if any(figures[k] for k in MUST_BE_ZERO) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The soak's books: what must hold once every order is final and every message is out."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import httpx
+from soak_faults import Zombie
+from soak_stack import FINAL, Stack, fetch
+
+from videocopies.adapters.objectstore import S3ObjectStore
+
+LEDGER_CHECKS = {
+    # Every lot's coins are somewhere: available, debited, expired, or held for an order.
+    "lot_adds_up": """
+        SELECT count(*) FROM coin_lots l
+        WHERE l.amount <> l.available + l.debited + l.expired
+              + (SELECT coalesce(sum(h.held), 0) FROM coin_holds h WHERE h.lot_id = l.lot_id)""",
+    "negative": """
+        SELECT (SELECT count(*) FROM coin_lots WHERE available < 0 OR debited < 0 OR expired < 0)
+             + (SELECT count(*) FROM coin_holds WHERE held < 0)
+             + (SELECT count(*) FROM coin_reservations WHERE debited < 0 OR released < 0)""",
+    "reservation_adds_up": """
+        SELECT count(*) FROM coin_reservations r
+        WHERE r.amount <> r.debited + r.released
+              + (SELECT coalesce(sum(h.held), 0) FROM coin_holds h WHERE h.order_id = r.order_id)""",
+    "debits_match": """
+        SELECT count(*) FROM coin_reservations r JOIN orders o USING (order_id)
+        WHERE r.debited <> o.price_per_copy * (SELECT count(*) FROM coin_debits d WHERE d.order_id = r.order_id)""",
+    # Once every message is out, a closed order holds nothing (a done order holds coins
+    # only for copies still on their way).
+    "closed_order_holds": """
+        SELECT count(*) FROM coin_reservations r JOIN orders o USING (order_id)
+        WHERE o.state IN ('done', 'cancelled', 'failed')
+          AND EXISTS (SELECT 1 FROM coin_holds h WHERE h.order_id = r.order_id AND h.held > 0)""",
+}
+
+
+def books(stack: Stack, confirmed: list[str], zombies: list[Zombie]) -> dict[str, int]:
+    url = stack.url
+    states = dict(fetch(url, "SELECT order_id, state FROM orders WHERE order_id = ANY(%s)", confirmed))
+    figures: dict[str, int] = {
+        "orders": len(confirmed),
+        "final": sum(1 for o in confirmed if states.get(o) in FINAL),
+        "lost": sum(1 for o in confirmed if states.get(o) not in FINAL),
+        "states": dict(Counter(str(s) for s in states.values())),
+    }
+    (figures["double_charged"],), = fetch(url, """
+        SELECT coalesce(sum(n - 1), 0) FROM (SELECT order_id, key, count(*) n FROM coin_debits GROUP BY 1, 2) d
+        WHERE n > 1""")
+    figures["double_charged"] += fetch(url, """
+        SELECT count(*) FROM coin_debits d JOIN orders o USING (order_id)
+        WHERE split_part(d.key, ':', 2)::int >= o.copies""")[0][0]
+    figures["charged_undelivered"] = charged_undelivered(stack)
+    refused = dict(fetch(url, "SELECT operation || ':' || reason, count(*) FROM refused_writes GROUP BY 1"))
+    figures["zombie_writes_attempted"] = sum(refused.values())
+    figures["refused_writes"] = refused
+    figures["failures"] = dict(fetch(url, "SELECT left(coalesce(last_error, '-'), 60), count(*) FROM jobs "
+                                      "WHERE state = 'failed' GROUP BY 1"))
+    figures["zombie_writes_accepted"] = sum(
+        fetch(url, "SELECT count(*) FROM job_checkpoints WHERE job_id = %s AND object_key LIKE %s "
+               "AND created_at > %s", z.job_id, f"%-{z.token[:12]}.mp4", z.lease_until)[0][0]
+        for z in zombies
+    )
+    figures["zombies_watched"] = len(zombies)
+    ledger = {name: int(fetch(url, sql)[0][0]) for name, sql in LEDGER_CHECKS.items()}
+    figures["ledger_invariant_violations"] = sum(ledger.values())
+    figures["ledger_checks"] = ledger
+    return figures
+
+
+def charged_undelivered(stack: Stack) -> int:
+    """Debited copies whose message is not in the user's chat as a video."""
+    rows = fetch(stack.url, """
+        SELECT d.order_id, o.user_id, (x.delivery->>'message_id')::bigint
+        FROM coin_debits d JOIN orders o USING (order_id)
+        LEFT JOIN outbox x ON x.dedup_key = 'copy:' || d.order_id || ':' || split_part(d.key, ':', 2)
+                          AND x.sent_at IS NOT NULL""")
+    missing = 0
+    with httpx.Client(base_url=stack.sim_url) as sim:
+        for _, user, message_id in rows:
+            if message_id is None:
+                missing += 1
+                continue
+            answer = sim.get(f"/_sim/users/{user}/chat/{message_id}")
+            if answer.status_code != 200 or "video" not in answer.json():
+                missing += 1
+    return missing
+
+
+def objects(stack: Stack) -> dict[str, int]:
+    stored = set(stored_keys(stack.store))
+    rows = fetch(stack.url, "SELECT source_key FROM orders UNION SELECT object_key FROM job_checkpoints")
+    referenced = {key for key, in rows}
+    return {"objects": len(stored), "orphan_objects": len(stored - referenced),
+            "dangling_rows": len(referenced - stored),
+            "orphans_seen": sorted(stored - referenced)[:5], "dangling_seen": sorted(referenced - stored)[:5]}
+
+
+def stored_keys(store: S3ObjectStore) -> list[str]:
+    pages = store._client.get_paginator("list_objects_v2").paginate(Bucket=store.bucket)
+    return [item["Key"] for page in pages for item in page.get("Contents", [])]
+
+
+def files_left(stack: Stack) -> int:
+    dirs = [stack.scratch / "work"] + ([stack.small_disk / "work"] if stack.small_disk else [])
+    return sum(1 for d in dirs if d.exists() for p in d.rglob("*") if p.is_file())
+
+
