@@ -141,7 +141,7 @@ def bot_story() -> int:
 
     print("\nNow through Telegram, as `videocopies all-in-one` runs it: PostgreSQL, core, edge and two workers,"
           " each its own process, and a user on the Bot API simulator.")
-    return run_bot_story()
+    return run_bot_story(received=Path("var/demo-bot-copies"))
 
 
 def main(out: Path = Path("var/demo-copies")) -> int:

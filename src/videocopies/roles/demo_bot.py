@@ -111,9 +111,11 @@ async def receive_copies(user: SimulatedUser, confirmed_at: float, scratch: Path
         )
 
 
-def story(data: Path, say: Narrator) -> None:
-    scratch = data / "demo"
+def story(data: Path, say: Narrator, received: Path | None = None) -> None:
+    scratch = (received or data / "demo").absolute()
     scratch.mkdir(parents=True, exist_ok=True)
+    for old in scratch.glob("received-*.mp4"):  # an earlier run's copies
+        old.unlink()
     clip = make_clip(scratch / "clip.mp4", seconds=CLIP_SECONDS, width=540, height=960)
     env = {k: v for k, v in os.environ.items() if k not in ("VIDEOCOPIES_BOT_TOKEN", "VIDEOCOPIES_TELEGRAM_URL")}
     try:
@@ -126,8 +128,8 @@ def story(data: Path, say: Narrator) -> None:
                 for entry in user.received[-3:]:
                     say.say(f"the user's chat so far ends with: {entry.text!r}")
                 raise
-            say.say(f"the copies Ann received are in {scratch}; the service keeps its own in {stack.store_dir}")
-            say.say(f"the control panel at {stack.panel_url}/ shows her order and ledger"
+            say.say(f"the copies Ann received are in {scratch}")
+            say.say(f"the control panel at {stack.panel_url}/ shows her order and ledger while the roles run"
                     + (f" (password in {stack.panel_password_file})" if stack.panel_password_file else ""))
     except all_in_one.RoleFailed as failed:
         raise StoryBroken(str(failed)) from failed
@@ -146,17 +148,18 @@ def quiet(*loggers: str) -> Iterator[None]:
             logging.getLogger(name).setLevel(level)
 
 
-def run_bot_story(out: TextIO = sys.stdout, data: Path | None = None) -> int:
+def run_bot_story(out: TextIO = sys.stdout, data: Path | None = None, received: Path | None = None) -> int:
     """Ann sends a clip, orders 5 copies, receives them one by one, and her balance screen
     matches; 0 if it all held. Every role runs as `videocopies all-in-one` runs them, in
-    `data` (a fresh temporary directory unless given)."""
+    `data` (a fresh temporary directory unless given); the copies Ann downloads are kept in
+    `received` (default: in `data`)."""
     say = Narrator(out)
     started = time.monotonic()
     with quiet("uvicorn", "httpx"), contextlib.ExitStack() as cleanup:
         if data is None:
             data = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="videocopies-demo-")))
         try:
-            story(data, say)
+            story(data, say, received)
         except (StoryBroken, TimeoutError) as broken:
             say.mismatches.append(str(broken))
     took = f"{time.monotonic() - started:.0f} s"
