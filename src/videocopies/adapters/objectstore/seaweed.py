@@ -119,7 +119,13 @@ class LocalSeaweed:
         """Kill the server and start it again on the same ports and data after `down_s`: an
         outage of the object store that loses nothing it had stored."""
         assert self._process is not None, "not started"
-        process = self._process
+        self._terminate(self._process)
+        time.sleep(down_s)
+        self._launch()
+        self._wait_ready()
+
+    def _terminate(self, process: subprocess.Popen[bytes]) -> None:
+        """SIGTERM to its process group, SIGKILL when it does not go within stop_timeout."""
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -128,9 +134,6 @@ class LocalSeaweed:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-        time.sleep(down_s)
-        self._launch()
-        self._wait_ready()
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout
@@ -163,14 +166,7 @@ class LocalSeaweed:
         process, self._process = self._process, None
         atexit.unregister(self.stop)
         if process is not None and process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+            self._terminate(process)
         shutil.rmtree(self.dir, ignore_errors=True)
         # weed leaves its local gRPC sockets in the temp dir, named by port.
         for port in self.ports.values():
