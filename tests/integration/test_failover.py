@@ -44,6 +44,10 @@ SECRET = "failover-secret"
 CUSTOMERS = 6
 LOAD_BEFORE_KILL_S = 3.0
 SAFETY_POLL_S = "30"  # core's fallback wake-up: far longer than NOTIFY may take after the failover
+# A worker takes a few jobs at a time, as a real one does: the leases it holds at the crash
+# (some dozens) are all renewed afterwards, each within a generous HTTP timeout.
+CLAIM_LIMIT = 2
+CLAIM_PAUSE_S = 0.1
 T = TypeVar("T")
 
 
@@ -119,7 +123,7 @@ async def worker(core_url: str, token: str, told: Told, stop: asyncio.Event) -> 
     async with httpx.AsyncClient(base_url=core_url, headers={"Authorization": f"Bearer {token}"}) as http:
         while not stop.is_set():
             try:
-                answer = await http.post("/v1/jobs/claim", json={"wait_s": 1.0, "limit": 10}, timeout=10)
+                answer = await http.post("/v1/jobs/claim", json={"wait_s": 1.0, "limit": CLAIM_LIMIT}, timeout=10)
             except httpx.TransportError:
                 await asyncio.sleep(0.1)
                 continue
@@ -130,10 +134,11 @@ async def worker(core_url: str, token: str, told: Told, stop: asyncio.Event) -> 
             assert answer.status_code == 200, answer.text
             for job in answer.json()["jobs"]:
                 told.claims[job["job_id"]] = (job["token"], time.monotonic())
+            await asyncio.sleep(CLAIM_PAUSE_S)
 
 
 async def renew(http: httpx.AsyncClient, told: Told, job_id: str, token: str) -> None:
-    while (answer := await http.post(f"/v1/jobs/{job_id}/renew", json={"token": token})).status_code == 503:
+    while (answer := await http.post(f"/v1/jobs/{job_id}/renew", json={"token": token}, timeout=30)).status_code == 503:
         told.unavailable += 1
         await asyncio.sleep(0.1)
     assert answer.status_code == 200, answer.text
