@@ -1,17 +1,20 @@
 """Telegram Stars as the payment provider: the bot's transaction list (getStarTransactions,
-page by page) and refunds (refundStarPayment), through aiogram."""
+page by page) and refunds (refundStarPayment), through aiogram.
+
+aiogram is imported only when a provider is used: importing it costs about 3 s of CPU
+(it builds every Bot API model), which core without a bot token never needs to pay."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
-
-from aiogram import Bot
-from aiogram.exceptions import TelegramBadRequest, TelegramNetworkError, TelegramRetryAfter, TelegramServerError
+from typing import TYPE_CHECKING, Any
 
 from videocopies.application.errors import ProviderNotConfigured, ProviderUnavailable, RefundRefused
 from videocopies.domain.payments import STARS, ProviderTransaction
 from videocopies.domain.shared import UserId
+
+if TYPE_CHECKING:
+    from aiogram import Bot
 
 PAGE = 100  # the most getStarTransactions returns at once
 
@@ -21,6 +24,8 @@ class TelegramPaymentProvider:
         self._bot, self._page = bot, page
 
     async def transactions(self) -> AsyncIterator[ProviderTransaction]:
+        from aiogram.exceptions import TelegramNetworkError, TelegramRetryAfter, TelegramServerError
+
         offset = 0
         while True:
             try:
@@ -36,6 +41,8 @@ class TelegramPaymentProvider:
             offset += len(page.transactions)
 
     async def refund(self, user_id: UserId, external_id: str) -> None:
+        from aiogram.exceptions import TelegramBadRequest, TelegramNetworkError, TelegramRetryAfter, TelegramServerError
+
         try:
             await self._bot.refund_star_payment(user_id, external_id)
         except TelegramBadRequest as refused:

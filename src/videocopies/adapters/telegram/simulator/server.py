@@ -8,14 +8,17 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import uvicorn
 import uvloop
-from aiogram.client.telegram import TelegramAPIServer
 
 from videocopies.adapters.telegram.simulator.app import create_app
 from videocopies.adapters.telegram.simulator.state import Settings, SimulatorState
 from videocopies.adapters.telegram.simulator.users import SimulatedUser, create_user
+
+if TYPE_CHECKING:  # aiogram costs seconds to import: the simulator process never needs it
+    from aiogram.client.telegram import TelegramAPIServer
 
 
 class BotApiSimulator:
@@ -39,6 +42,8 @@ class BotApiSimulator:
 
     def api_server(self) -> TelegramAPIServer:
         """What to give aiogram's `AiohttpSession(api=...)` so a `Bot` talks to this simulator."""
+        from aiogram.client.telegram import TelegramAPIServer
+
         return TelegramAPIServer.from_base(self.url, is_local=self.state.local)
 
     def create_bot(self, token: str | None = None, *, username: str | None = None) -> str:
