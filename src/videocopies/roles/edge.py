@@ -57,6 +57,7 @@ def bot_from_env(env: dict[str, str]) -> Bot:
 async def serve(env: dict[str, str]) -> int:
     core = CoreClient(env.get("VIDEOCOPIES_CORE_URL") or "http://127.0.0.1:8700", node_token_from_env(env))
     bot = bot_from_env(env)
+    closing: list[Receiver | Sender] = []
     try:
         try:
             me = await identify(core, "edge")
@@ -73,6 +74,7 @@ async def serve(env: dict[str, str]) -> int:
         receiver = Receiver(bot, core, sources, work / "in", local_api=local, max_video_bytes=int(max_mb * 2**20))
         hold_s = float(env.get("VIDEOCOPIES_OUTBOX_HOLD_S", "60"))
         sender = Sender(bot, core, sources, work / "out", hold_s=hold_s)
+        closing += [receiver, sender]
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -92,6 +94,8 @@ async def serve(env: dict[str, str]) -> int:
             await duty.run(stop, poll_and_send)
         return 0
     finally:
+        for part in closing:
+            await part.close()
         await bot.session.close()
         await core.close()
 

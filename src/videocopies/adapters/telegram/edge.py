@@ -17,8 +17,8 @@ import tempfile
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
-import aiohttp
 from aiogram import Bot
 from aiogram.exceptions import (
     TelegramBadRequest,
@@ -41,6 +41,7 @@ from aiohttp import web
 
 from videocopies.adapters.http.client import CoreClient
 from videocopies.adapters.objectstore.files import hash_file
+from videocopies.adapters.telegram.wire import JsonWire
 from videocopies.application.bot.events import language_of
 from videocopies.application.bot.screens import text
 
@@ -95,25 +96,30 @@ class StoreSources:
 
 
 class LeanBotApi:
-    """Bot API calls as plain JSON on the bot's own HTTP session, for the hot paths (updates,
-    text screens, callback answers): building and validating aiogram's request and response
-    models costs more than the request itself, and a burst is thousands of them. Any answer
-    but success goes to aiogram, which raises its usual exception (retry_after, blocked, ...)."""
+    """Bot API calls as plain JSON over kept-alive connections (`JsonWire`), for the hot paths
+    (updates, text screens, callback answers): aiogram's request and response models, and a
+    general HTTP client, cost several times more than the request itself, and a burst is
+    thousands of them. Any answer but success goes to aiogram, which raises its usual
+    exception (retry_after, blocked, ...)."""
 
-    def __init__(self, bot: Bot) -> None:
+    def __init__(self, bot: Bot, connections: int = 100) -> None:
         self._bot = bot
-        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}  # made once: costly to build per call
+        parts = urlsplit(bot.session.api.api_url(bot.token, "getMe"))
+        self._wire = JsonWire(f"{parts.scheme}://{parts.netloc}", connections)
+        self._paths: dict[str, str] = {}
+
+    async def close(self) -> None:
+        await self._wire.close()
 
     async def call(self, method: type[TelegramMethod[Any]], body: dict[str, Any], timeout_s: float = 60.0) -> Any:
-        url = self._bot.session.api.api_url(self._bot.token, method.__api_method__)
-        http = await self._bot.session.create_session()
-        timeout = self._timeouts.get(timeout_s) or self._timeouts.setdefault(
-            timeout_s, aiohttp.ClientTimeout(total=timeout_s)
-        )
+        name = method.__api_method__
+        path = self._paths.get(name)
+        if path is None:
+            parts = urlsplit(self._bot.session.api.api_url(self._bot.token, name))
+            path = self._paths[name] = parts.path + (f"?{parts.query}" if parts.query else "")
         try:
-            async with http.post(url, json=body, timeout=timeout) as response:
-                status, content = response.status, await response.text()
-        except (aiohttp.ClientError, TimeoutError) as error:
+            status, content = await self._wire.post(path, json.dumps(body, ensure_ascii=False).encode(), timeout_s)
+        except (OSError, TimeoutError) as error:
             raise TelegramNetworkError(method=method.model_construct(**body), message=repr(error)) from error
         if status == 200:
             with contextlib.suppress(ValueError, KeyError, TypeError):
@@ -121,8 +127,9 @@ class LeanBotApi:
                 if answer["ok"] is True:
                     return answer["result"]
         called = method.model_construct(**body)
-        self._bot.session.check_response(self._bot, called, status, content)  # raises aiogram's error
-        raise TelegramNetworkError(method=called, message=f"unexpected answer: {content[:200]}")
+        text = content.decode(errors="replace")
+        self._bot.session.check_response(self._bot, called, status, text)  # raises aiogram's error
+        raise TelegramNetworkError(method=called, message=f"unexpected answer: {text[:200]}")
 
     async def send_text(self, chat_id: int, text: str, buttons: list[list[dict[str, str]]]) -> int:
         body: dict[str, Any] = {"chat_id": chat_id, "text": text}
@@ -143,6 +150,9 @@ class Receiver:
         self._poll_timeout = poll_timeout
         self._api = LeanBotApi(bot)
         self.stored = 0
+
+    async def close(self) -> None:
+        await self._api.close()
 
     async def run(self, stop: asyncio.Event) -> None:
         offset: int | None = None
@@ -293,6 +303,9 @@ class Sender:
         self._api = LeanBotApi(bot)
         self._batch, self._in_flight, self._hold_s = batch, batches_in_flight, hold_s
         self.sent = 0
+
+    async def close(self) -> None:
+        await self._api.close()
 
     async def run(self, stop: asyncio.Event) -> None:
         slots = asyncio.Semaphore(self._in_flight)
