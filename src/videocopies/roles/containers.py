@@ -51,7 +51,7 @@ def _lease_pool(config: dict[str, object], main: object) -> object:
         return main
     return make_pool(
         str(config["database_url"]), max_size=int(size), name="videocopies-leases",  # type: ignore[call-overload]
-        direct=bool(config.get("direct")),
+        direct=bool(config.get("direct")), wait_s=float(config.get("wait_s") or 30.0),  # type: ignore[arg-type]
     )
 
 
@@ -65,7 +65,8 @@ class PostgresGateways(containers.DeclarativeContainer):
     config = providers.Configuration()
     # Opened and closed by the role (an async Resource would make every UoW a Future).
     pool = providers.Singleton(
-        make_pool, url=config.database_url, max_size=config.pool_size.as_(int), direct=config.direct.as_(bool)
+        make_pool, url=config.database_url, max_size=config.pool_size.as_(int), direct=config.direct.as_(bool),
+        wait_s=config.wait_s.as_(lambda v: float(v or 30.0)),
     )
     uow = providers.Factory(PostgresUnitOfWork, pool=pool)
     # Lease holders' writes (renew, checkpoint, complete) get connections of their own, so a

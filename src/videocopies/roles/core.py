@@ -56,6 +56,7 @@ def build(
     direct: bool = False,
     lease_pool_size: int | None = None,
     safety_poll_s: float = 1.0,
+    wait_s: float = 30.0,
 ) -> PostgresService:
     """Refuses a missing, empty or incompatible database before building anything.
 
@@ -67,7 +68,7 @@ def build(
     container.gateways.config.from_dict(
         {
             "database_url": database_url, "pool_size": pool_size, "listen_url": listen_url, "direct": direct,
-            "lease_pool_size": lease_pool_size, "safety_poll_s": safety_poll_s,
+            "lease_pool_size": lease_pool_size, "safety_poll_s": safety_poll_s, "wait_s": wait_s,
         }
     )
     return container
@@ -340,6 +341,7 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
             direct=env.get("VIDEOCOPIES_DATABASE_DIRECT") == "1",
             lease_pool_size=int(env.get("VIDEOCOPIES_LEASE_POOL_SIZE", "4")),
             safety_poll_s=float(env.get("VIDEOCOPIES_SAFETY_POLL_S", "10")),
+            wait_s=float(env.get("VIDEOCOPIES_DB_WAIT_S", "10")),
         )
     except migrate.SchemaError as refused:
         print(f"videocopies core: {refused}", file=sys.stderr)

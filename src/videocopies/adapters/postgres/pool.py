@@ -33,10 +33,14 @@ class _DropDeadConnections:
 
 
 def make_pool(
-    url: str, min_size: int = 1, max_size: int = 10, name: str = "videocopies", *, direct: bool = False
+    url: str, min_size: int = 1, max_size: int = 10, name: str = "videocopies", *, direct: bool = False,
+    wait_s: float = 30.0,
 ) -> AsyncConnectionPool:
     """`direct=True` only for a connection straight to PostgreSQL: it lets psycopg prepare
     hot statements server-side, which PgBouncer in transaction mode cannot carry.
+
+    `wait_s`: how long a caller waits for a connection before the pool gives up (a database
+    that is away is answered as unavailable after this long, not after a client's timeout).
 
     `url` may name several servers with target_session_attrs=read-write: a connection made
     after a failover goes to the promoted standby."""
@@ -48,6 +52,7 @@ def make_pool(
         open=False,
         name=name,
         check=check,
+        timeout=wait_s,
         kwargs={"prepare_threshold": 0 if direct else None, "autocommit": False},
     )
     check.pool = pool
