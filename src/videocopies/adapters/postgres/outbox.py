@@ -84,9 +84,9 @@ class PostgresOutboxQueue:
         async with self._pool.connection() as conn, conn.transaction():
             cur = await conn.execute(
                 "UPDATE outbox SET sent_at = now(), delivery = d.delivery, claimed_until = NULL "
-                "FROM unnest(%s::bigint[], %s::jsonb[]) AS d(id, delivery) "
+                "FROM jsonb_to_recordset(%s::jsonb) AS d(id bigint, delivery jsonb) "
                 "WHERE outbox.id = d.id AND outbox.sent_at IS NULL",
-                [[i for i, _ in deliveries], [Jsonb(d) for _, d in deliveries]],
+                [Jsonb([{"id": i, "delivery": d} for i, d in deliveries])],
             )
             return cur.rowcount
 
