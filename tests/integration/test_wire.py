@@ -1,5 +1,6 @@
 """JsonWire against real sockets: a small HTTP/1.1 server whose behaviour each test sets
-(keep-alive, closing, chunked answers, silence), and the Bot API simulator."""
+(keep-alive, closing, chunked answers, silence). Edge and every node's CoreClient use it, so
+the role tests run it against the simulator and core as well."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
+from videocopies.adapters.http import wire
+from videocopies.adapters.http.wire import JsonWire, WireError
 from videocopies.adapters.postgres.cluster import free_port
-from videocopies.adapters.telegram import wire
-from videocopies.adapters.telegram.wire import JsonWire, WireError
 
 Answer = Callable[[bytes, int], bytes | None]  # the request body and its number on its connection
 
@@ -28,6 +29,7 @@ class RawServer:
         self.answer = answer
         self.connections = 0
         self.requests = 0
+        self.heads: list[bytes] = []
         self.port = free_port()
         self._writers: list[asyncio.StreamWriter] = []
 
@@ -38,6 +40,7 @@ class RawServer:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
+                self.heads.append(head)
                 length = next(
                     int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
                     if line.lower().startswith(b"content-length:")
@@ -163,3 +166,20 @@ async def test_garbage_instead_of_http_is_a_wire_error(start_server) -> None:
 def test_only_http_urls() -> None:
     with pytest.raises(ValueError, match="not an http"):
         JsonWire("ftp://example.invalid")
+
+
+async def test_methods_headers_and_a_base_path_go_with_each_request(start_server) -> None:
+    def moved(body: bytes, _: int) -> bytes:
+        return (b"HTTP/1.1 308 Permanent Redirect\r\nX-Videocopies-Moved: http://elsewhere\r\n"
+                b"Content-Length: 2\r\n\r\n{}")
+
+    server = await start_server(moved)
+    http = JsonWire(f"{server.url}/core/", headers={"Authorization": "Bearer n.s"})
+    answer = await http.request("GET", "/v1/nodes/me", None, 5)
+    await http.close()
+    assert (answer.status, answer.headers["x-videocopies-moved"], answer.body) == (308, "http://elsewhere", b"{}")
+    (head,) = server.heads
+    lines = head.decode().split("\r\n")
+    assert lines[0] == "GET /core/v1/nodes/me HTTP/1.1"
+    assert "Authorization: Bearer n.s" in lines and "Content-Length: 0" in lines
+    assert not any(line.lower().startswith("content-type") for line in lines)  # no body, no type

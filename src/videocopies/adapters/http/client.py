@@ -1,4 +1,9 @@
-"""The worker's side of core's Job API, over HTTP (httpx): no SQL, no database credentials.
+"""A node's side of core's API, over HTTP: no SQL, no database credentials.
+
+JSON calls go over `JsonWire` (kept-alive connections, httptools): edge makes hundreds of
+them in a burst, with bodies of tens of kilobytes, and httpx's machinery around each cost
+more CPU than the call. Transfers to and from storage stream through httpx, as do the
+calls of a client given an httpx transport (tests).
 
 A request that fails on the network (core restarting, a dropped connection) or with a 502,
 503 or 504 is sent again, the same request with the same receipt id, until `retry_for_s`
@@ -9,6 +14,7 @@ its receipt, never run twice.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 from collections.abc import Sequence
@@ -19,6 +25,7 @@ from typing import Any
 import attrs
 import httpx
 
+from videocopies.adapters.http.wire import Answer, JsonWire
 from videocopies.adapters.objectstore.files import hash_file, open_temp_beside
 from videocopies.application import use_cases as uc
 from videocopies.application.errors import NotFound
@@ -56,12 +63,12 @@ class CoreClient:
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Any = asyncio.sleep,
     ) -> None:
+        self._headers = {"Authorization": f"Bearer {token}", "User-Agent": "videocopies-node"}
         self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
-            headers={"Authorization": f"Bearer {token}", "User-Agent": "videocopies-worker"},
-            timeout=httpx.Timeout(30.0, connect=5.0),
+            base_url=base_url.rstrip("/"), headers=self._headers, timeout=httpx.Timeout(30.0, connect=5.0),
             transport=transport,
         )
+        self._wire = None if transport is not None else JsonWire(base_url.rstrip("/"), headers=self._headers)
         self._retry_for_s, self._sleep = retry_for_s, sleep
         self._transport = transport  # tests: storage is reached through it too
         self.retries = 0
@@ -72,6 +79,15 @@ class CoreClient:
 
     async def close(self) -> None:
         await self._http.aclose()
+        if self._wire is not None:
+            await self._wire.close()
+
+    async def _send(self, method: str, path: str, body: dict[str, Any] | None, timeout: float) -> Answer:
+        if self._wire is not None:
+            payload = None if body is None else json.dumps(body).encode()
+            return await self._wire.request(method, path, payload, timeout)
+        response = await self._http.request(method, path, json=body, timeout=timeout)
+        return Answer(response.status_code, response.headers, response.content)
 
     async def call(self, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
         loop = asyncio.get_running_loop()
@@ -79,24 +95,30 @@ class CoreClient:
         delay, moves = 0.1, 0
         while True:
             try:
-                response = await self._http.request(method, path, json=body, timeout=timeout)
-            except httpx.TransportError as error:
+                answer = await self._send(method, path, body, timeout)
+            except (httpx.TransportError, OSError, TimeoutError) as error:
                 problem: str = f"{type(error).__name__}: {error}"
             else:
-                if response.status_code == 308 and (moved_to := _moved_to(response)) and moves < 3:
+                if answer.status == 308 and (moved_to := _moved_to(answer)) and moves < 3:
                     moves += 1
                     log.warning("core moved: %s -> %s", self._http.base_url, moved_to)
-                    self._http.base_url = httpx.URL(moved_to)  # the old core did nothing with this call
+                    await self._move(moved_to)  # the old core did nothing with this call
                     continue
-                if response.status_code not in _RETRY_STATUS:
-                    return _answer(response)
-                problem = f"HTTP {response.status_code}"
+                if answer.status not in _RETRY_STATUS:
+                    return _answer(answer, path)
+                problem = f"HTTP {answer.status}"
             if loop.time() + delay > give_up:
                 raise CoreUnreachable(f"{method} {path}: {problem}, retried for {self._retry_for_s:.0f}s")
             self.retries += 1
             log.info("core unreachable (%s); again in %.1fs", problem, delay)
             await self._sleep(delay * (0.5 + random.random()))  # noqa: S311 - jitter, not secrecy
             delay = min(delay * 2, 5.0)
+
+    async def _move(self, base_url: str) -> None:
+        self._http.base_url = httpx.URL(base_url)
+        if self._wire is not None:
+            old, self._wire = self._wire, JsonWire(base_url.rstrip("/"), headers=self._headers)
+            await old.close()
 
     async def download(self, url: str, headers: dict[str, str], path: Path) -> None:
         """Stream a signed URL into `path` through a temp file; a failure leaves nothing."""
@@ -156,27 +178,27 @@ def _storage_answer(response: httpx.Response, *ok: int) -> None:
     raise CoreRefused(response.status_code, {"detail": f"storage refused: HTTP {response.status_code}"})
 
 
-def _moved_to(response: httpx.Response) -> str | None:
+def _moved_to(answer: Answer) -> str | None:
     """The new core a deploy points this node to (see Relocation in the API)."""
-    url = response.headers.get("X-Videocopies-Moved", "")
+    url = answer.headers.get("x-videocopies-moved", "")
     return url if url.startswith(("http://", "https://")) else None
 
 
-def _answer(response: httpx.Response) -> Any:
+def _answer(answer: Answer, path: str) -> Any:
     try:
-        body = response.json()
+        body = json.loads(answer.body)
     except ValueError:
-        body = {"detail": response.text[:200]}
-    if response.status_code < 300:
+        body = {"detail": answer.body[:200].decode(errors="replace")}
+    if answer.status < 300:
         return body
     reason = body.get("reason") if isinstance(body, dict) else None
     error = body.get("error") if isinstance(body, dict) else None
     if error in ("lease_lost", "not_your_job"):
-        job_id = response.request.url.path.split("/")[3]
+        job_id = path.split("/")[3]
         raise LeaseLost(JobId(job_id), LeaseLossReason(reason or "not_leased"))
-    if response.status_code == 404:
-        raise NotFound("job", response.request.url.path)
-    raise CoreRefused(response.status_code, body if isinstance(body, dict) else {"detail": str(body)})
+    if answer.status == 404:
+        raise NotFound("job", path)
+    raise CoreRefused(answer.status, body if isinstance(body, dict) else {"detail": str(body)})
 
 
 def claimed_from_wire(data: dict[str, Any]) -> uc.ClaimedJob:

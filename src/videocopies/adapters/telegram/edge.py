@@ -40,8 +40,8 @@ from aiogram.types import (
 from aiohttp import web
 
 from videocopies.adapters.http.client import CoreClient
+from videocopies.adapters.http.wire import JsonWire
 from videocopies.adapters.objectstore.files import hash_file
-from videocopies.adapters.telegram.wire import JsonWire
 from videocopies.application.bot.events import language_of
 from videocopies.application.bot.screens import text
 

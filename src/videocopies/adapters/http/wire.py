@@ -1,11 +1,12 @@
-"""JSON POSTs to the Bot API over kept-alive HTTP/1.1 connections, for edge's hot paths.
+"""JSON requests over kept-alive HTTP/1.1 connections, for edge's hot paths (the Bot API,
+and core's inbox and outbox).
 
 A burst is tens of thousands of small requests (a getUpdates page, then a sendMessage or an
 answerCallbackQuery per user), and a general HTTP client spends several times more CPU on
 each than the request itself costs: headers as objects, cookie jars, tracing hooks, timers.
 Here a request is one bytes write and its answer is parsed by httptools, the parser uvicorn
-uses. Only what the Bot API needs: POST, a JSON body, a status and a body back; TLS through
-asyncio; no proxies, no redirects."""
+uses. Only what these calls need: a method, a JSON body and a few fixed headers; a status,
+the headers and a body back; TLS through asyncio; no proxies, no redirects."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ import asyncio
 import collections
 import ssl
 import time
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+import attrs
 import httptools
 
 # A server closes an idle connection after a while (uvicorn after 5 s); one idle longer than
@@ -24,6 +27,13 @@ IDLE_S = 3.0
 
 class WireError(ConnectionError):
     """No answer: the connection failed, closed early, or sent something that is not HTTP."""
+
+
+@attrs.frozen
+class Answer:
+    status: int
+    headers: Mapping[str, str]  # names in lower case
+    body: bytes
 
 
 class _Connection(asyncio.Protocol):
@@ -36,7 +46,8 @@ class _Connection(asyncio.Protocol):
         self.idle_since = 0.0
         self._parser = httptools.HttpResponseParser(self)
         self._body: list[bytes] = []
-        self._waiter: asyncio.Future[tuple[int, bytes]] | None = None
+        self._headers: dict[str, str] = {}
+        self._waiter: asyncio.Future[Answer] | None = None
         self._started = False  # the current response has begun
 
     # asyncio.Protocol
@@ -59,6 +70,10 @@ class _Connection(asyncio.Protocol):
     def on_message_begin(self) -> None:
         self._started = True
         self._body = []
+        self._headers = {}
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
 
     def on_body(self, body: bytes) -> None:
         self._body.append(body)
@@ -69,14 +84,14 @@ class _Connection(asyncio.Protocol):
             self.close()
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
-            waiter.set_result((self._parser.get_status_code(), b"".join(self._body)))
+            waiter.set_result(Answer(self._parser.get_status_code(), self._headers, b"".join(self._body)))
 
     # ours
     @property
     def started(self) -> bool:
         return self._started
 
-    def send(self, request: bytes) -> asyncio.Future[tuple[int, bytes]]:
+    def send(self, request: bytes) -> asyncio.Future[Answer]:
         assert self.transport is not None and self._waiter is None
         self._started = False
         self._waiter = asyncio.get_running_loop().create_future()
@@ -95,12 +110,16 @@ class _Connection(asyncio.Protocol):
 
 
 class JsonWire:
-    """Up to `connections` kept-alive connections to one server; `post` waits for a free one."""
+    """Up to `connections` kept-alive connections to one server; a request waits for a free one.
+    `headers` go with every request; paths are taken below the base URL's own path."""
 
-    def __init__(self, base_url: str, connections: int = 100) -> None:
+    def __init__(self, base_url: str, connections: int = 100, headers: Mapping[str, str] | None = None) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {base_url!r}")
+        self.base_url = base_url
+        self._prefix = parts.path.rstrip("/").encode()
+        self._extra = b"".join(f"\r\n{k}: {v}".encode("latin-1") for k, v in (headers or {}).items())
         self._host = parts.hostname
         self._port = parts.port or (443 if parts.scheme == "https" else 80)
         self._ssl = ssl.create_default_context() if parts.scheme == "https" else None
@@ -111,14 +130,19 @@ class JsonWire:
         self._closed = False
 
     async def post(self, path: str, body: bytes, timeout_s: float) -> tuple[int, bytes]:
-        """The status and body of POST `path` with a JSON `body`. A kept-alive connection the
-        server had closed before answering is replaced once: the request never reached it."""
+        """The status and body of POST `path` with a JSON `body`."""
+        answer = await self.request("POST", path, body, timeout_s)
+        return answer.status, answer.body
+
+    async def request(self, method: str, path: str, body: bytes | None, timeout_s: float) -> Answer:
+        """`method` `path` with a JSON `body` (or none). A kept-alive connection the server had
+        closed before answering is replaced once: the request never reached it."""
         if self._closed:
             raise WireError("closed")
+        content = b"" if body is None else b"\r\nContent-Type: application/json"
         request = b"".join((
-            b"POST ", path.encode(), b" HTTP/1.1\r\nHost: ", self._host_header,
-            b"\r\nContent-Type: application/json\r\nContent-Length: ", str(len(body)).encode(),
-            b"\r\n\r\n", body,
+            method.encode(), b" ", self._prefix, path.encode(), b" HTTP/1.1\r\nHost: ", self._host_header,
+            self._extra, content, b"\r\nContent-Length: ", str(len(body or b"")).encode(), b"\r\n\r\n", body or b"",
         ))
         async with self._slots:
             try:
@@ -127,7 +151,7 @@ class JsonWire:
             except TimeoutError:
                 raise TimeoutError(f"no answer in {timeout_s} s") from None
 
-    async def _exchange(self, request: bytes) -> tuple[int, bytes]:
+    async def _exchange(self, request: bytes) -> Answer:
         for _ in range(2):
             connection, reused = await self._connection()
             try:
@@ -140,9 +164,11 @@ class JsonWire:
             except BaseException:  # timed out or cancelled mid-answer: the connection is unusable
                 connection.close()
                 raise
-            if connection.open:
+            if connection.open and not self._closed:
                 connection.idle_since = time.monotonic()
                 self._idle.append(connection)
+            else:
+                connection.close()
             return answer
         raise WireError("the server closed two connections in a row")
 
