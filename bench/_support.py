@@ -5,17 +5,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import statistics
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import attrs
+import httpx
 from dependency_injector import providers
 
 from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 
@@ -74,3 +79,38 @@ def postgres_cpu_seconds(postmaster: int) -> float:
                 if int(_stat(int(entry.name))[1]) == postmaster:
                     total += cpu_seconds(int(entry.name))
     return total
+
+
+@attrs.frozen
+class SimulatorProcess:
+    url: str
+    pid: int
+
+
+@contextlib.contextmanager
+def simulator_process(scratch: Path, bot_token: str) -> Iterator[SimulatorProcess]:
+    """The Bot API simulator as a process of its own, with rate limits off (the benchmarks
+    measure us, not Telegram's limits); stopped with SIGTERM afterwards."""
+    port = free_port()
+    sim = subprocess.Popen(
+        [sys.executable, "-m", "videocopies.adapters.telegram.simulator", "--port", str(port), "--token", bot_token,
+         "--files-dir", str(scratch / "telegram"), "--chat-rate", "1000000", "--global-rate", "1000000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120  # a busy machine imports slowly
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{url}/_sim/health").status_code == 200:
+                    break
+            assert time.monotonic() < deadline, "the simulator did not start"
+            time.sleep(0.1)
+        yield SimulatorProcess(url, sim.pid)
+    finally:
+        sim.send_signal(signal.SIGTERM)
+        try:
+            sim.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            sim.kill()
+            sim.wait()

@@ -18,8 +18,6 @@ import asyncio
 import contextlib
 import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -29,9 +27,8 @@ from typing import Any
 import attrs
 import httpx
 import psycopg
-from _support import cpu_seconds, emit, fresh_database, postgres_cpu_seconds, server
+from _support import cpu_seconds, emit, fresh_database, postgres_cpu_seconds, server, simulator_process
 
-from videocopies.adapters.postgres.cluster import free_port
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token
 
 BOT_TOKEN = "123456:bench-ingress"
@@ -54,35 +51,15 @@ class BotStack:
 def bot_stack(url: str, scratch: Path, store_dir: Path | None = None) -> Iterator[BotStack]:
     """The simulator, core and edge as processes over the database at `url`; yields their
     simulator's URL and pids, and stops all three afterwards."""
-    port = free_port()
-    sim = subprocess.Popen(
-        [sys.executable, "-m", "videocopies.adapters.telegram.simulator", "--port", str(port), "--token", BOT_TOKEN,
-         "--files-dir", str(scratch / "telegram"), "--chat-rate", "1000000", "--global-rate", "1000000"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    sim_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{sim_url}/_sim/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the simulator did not start"
-            time.sleep(0.1)
-        with CoreProcess(url, quote_secret="bench") as core:
-            edge = edge_process(core.url, issue_token(url, "edge-bench", "edge"), BOT_TOKEN, sim_url,
-                                scratch / "edge", store_dir)
-            try:
-                assert core.process is not None
-                yield BotStack(sim_url, {"simulator": sim.pid, "core": core.process.pid, "edge": edge.pid})
-            finally:
-                edge.send_signal(signal.SIGTERM)
-                edge.communicate(timeout=30)
-    finally:
-        sim.send_signal(signal.SIGTERM)
-        sim.communicate(timeout=30)
+    with simulator_process(scratch, BOT_TOKEN) as sim, CoreProcess(url, quote_secret="bench") as core:
+        edge = edge_process(core.url, issue_token(url, "edge-bench", "edge"), BOT_TOKEN, sim.url,
+                            scratch / "edge", store_dir)
+        try:
+            assert core.process is not None
+            yield BotStack(sim.url, {"simulator": sim.pid, "core": core.process.pid, "edge": edge.pid})
+        finally:
+            edge.send_signal(signal.SIGTERM)
+            edge.communicate(timeout=30)
 
 
 async def make_users(sim: httpx.AsyncClient, count: int, first_id: int) -> list[int]:

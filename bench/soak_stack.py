@@ -8,22 +8,19 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
-import httpx
 import psycopg
-from _support import fresh_database
+from _support import fresh_database, simulator_process
 
 from videocopies.adapters.objectstore import LocalSeaweed, S3ObjectStore
 from videocopies.adapters.postgres.bouncer import LocalPgBouncer
-from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
+from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.roles.launch import CoreProcess, RoleProcess, edge_process, issue_token, worker_process
 
 BOT_TOKEN = "424242:soak"
@@ -98,33 +95,6 @@ def small_disk(scratch: Path, notes: list[str], wanted: bool = True) -> Iterator
 
 
 @contextlib.contextmanager
-def simulator(scratch: Path) -> Iterator[str]:
-    port = free_port()
-    sim = subprocess.Popen(
-        [sys.executable, "-m", "videocopies.adapters.telegram.simulator", "--port", str(port), "--token", BOT_TOKEN,
-         "--files-dir", str(scratch / "telegram"), "--chat-rate", "1000000", "--global-rate", "1000000"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120  # a busy machine imports slowly
-        while True:
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{url}/_sim/health").status_code == 200:
-                    break
-            assert time.monotonic() < deadline, "the simulator did not start"
-            time.sleep(0.1)
-        yield url
-    finally:
-        sim.send_signal(signal.SIGTERM)
-        try:
-            sim.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            sim.kill()
-            sim.wait()
-
-
-@contextlib.contextmanager
 def stack(plan: SoakPlan, scratch: Path, notes: list[str]) -> Iterator[Stack]:
     with contextlib.ExitStack() as cleanup:
         # Directories of our own, so a stop and a start keep the data (a restart, not a new
@@ -142,7 +112,7 @@ def stack(plan: SoakPlan, scratch: Path, notes: list[str]) -> Iterator[Stack]:
         store = S3ObjectStore(bucket, seaweed.endpoint_url, seaweed.access_key, seaweed.secret_key)
         cleanup.callback(store.close)
         asyncio.run(store.ensure_bucket())
-        sim_url = cleanup.enter_context(simulator(scratch))
+        sim_url = cleanup.enter_context(simulator_process(scratch, BOT_TOKEN)).url
         ttl = {"VIDEOCOPIES_LEASE_TTL_S": str(plan.lease_ttl_s)}
         s3 = {
             "VIDEOCOPIES_S3_ENDPOINT": seaweed.endpoint_url, "VIDEOCOPIES_S3_BUCKET": bucket,
