@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import signal
 import statistics
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -56,10 +57,21 @@ def bot_stack(url: str, scratch: Path, store_dir: Path | None = None) -> Iterato
                             scratch / "edge", store_dir)
         try:
             assert core.process is not None
+            _until_polling(sim.url, edge)
             yield BotStack(sim.url, {"simulator": sim.pid, "core": core.process.pid, "edge": edge.pid})
         finally:
             edge.send_signal(signal.SIGTERM)
             edge.communicate(timeout=30)
+
+
+def _until_polling(sim_url: str, edge: subprocess.Popen[bytes]) -> None:
+    """Wait until edge has started and asks for updates: a burst sent earlier would time edge's
+    start (seconds of imports) and count its CPU as the burst's."""
+    deadline = time.monotonic() + 120
+    while httpx.get(f"{sim_url}/_sim/stats").json()["polls"] < 1:
+        assert edge.poll() is None, "edge exited"
+        assert time.monotonic() < deadline, "edge did not start polling"
+        time.sleep(0.1)
 
 
 async def make_users(sim: httpx.AsyncClient, count: int, first_id: int) -> list[int]:

@@ -429,3 +429,12 @@ async def test_an_abandoned_long_poll_loses_no_update(sim, bot):
     user.send_text("still here")
     (update,) = await next_updates(bot)
     assert update.message.text == "still here"
+
+
+async def test_stats_count_polls(sim, bot):
+    """What a load run watches: a poller is running once `polls` is above zero."""
+    async with httpx.AsyncClient(base_url=f"{sim.url}/_sim") as control:
+        assert (await control.get("/stats")).json()["polls"] == 0
+        await next_updates(bot, timeout=0)
+        await next_updates(bot, timeout=0)
+        assert (await control.get("/stats")).json()["polls"] == 2

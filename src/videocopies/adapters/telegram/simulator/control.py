@@ -148,9 +148,11 @@ def control_routes(state: SimulatorState) -> list[Route]:
         })
 
     async def stats(request: Request) -> Response:
-        """Counters cheap enough to poll during a load run: {"delivered", "users"}."""
+        """Counters cheap enough to poll during a load run: {"delivered", "users", "polls"}
+        (getUpdates calls so far: a bot's poller is running once it is above zero)."""
         with state.lock:
-            return JSONResponse({"delivered": state.delivered, "users": len(state.users)})
+            polls = sum(bot.poll_generation for bot in state.bots.values())
+            return JSONResponse({"delivered": state.delivered, "users": len(state.users), "polls": polls})
 
     async def file(request: Request) -> Response:
         file_id = request.path_params["file_id"]
