@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator, Coroutine
 
@@ -13,6 +14,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from videocopies.adapters.telegram.simulator import methods, params
 from videocopies.adapters.telegram.simulator.control import control_routes
@@ -77,12 +79,12 @@ class WebhookPumps:
                 await asyncio.sleep(self.state.settings.webhook_retry_delay)
 
 
-async def _unless_disconnected(request: Request, call: Coroutine) -> object:
+async def _unless_disconnected(receive: Receive, call: Coroutine) -> object:
     """Run a long poll, but give up when its client goes away (as aiogram does when polling stops),
     so the poll does not hold the server's shutdown."""
 
     async def disconnected() -> None:
-        while (await request.receive())["type"] != "http.disconnect":
+        while (await receive())["type"] != "http.disconnect":
             pass
 
     work, watch = asyncio.ensure_future(call), asyncio.ensure_future(disconnected())
@@ -98,22 +100,58 @@ async def _unless_disconnected(request: Request, call: Coroutine) -> object:
     return work.result()
 
 
-def create_app(state: SimulatorState) -> Starlette:
+def _json(payload: object) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+async def _reply(send: Send, status: int, body: bytes) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _bot_call(scope: Scope) -> tuple[str, str] | None:
+    """(token, method) for a Bot API request, `/bot{token}/{method}`; None for any other path."""
+    if scope["type"] != "http":
+        return None
+    path: str = scope["path"]
+    if not path.startswith("/bot") or scope["method"] not in ("GET", "POST"):
+        return None
+    token, _, method = path[4:].partition("/")
+    if not token or not method or "/" in method:
+        return None
+    return token, method
+
+
+def create_app(state: SimulatorState) -> ASGIApp:
+    """The Bot API is served by a bare ASGI function rather than through Starlette's routing,
+    request and response objects: a load run sends tens of thousands of small calls, and that
+    layer cost more CPU than the method itself, CPU the measured system shares with the
+    simulator. Everything else (downloads, the control endpoints, lifespan) is Starlette's."""
     pumps = WebhookPumps(state)
 
-    async def bot_api(request: Request) -> Response:
-        token, method = request.path_params["token"], request.path_params["method"]
+    async def bot_api(scope: Scope, receive: Receive, send: Send, token: str, method: str) -> None:
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        content_type = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"content-type"), "")
         try:
-            p = params.parse(request.url.query, request.headers.get("content-type", ""), await request.body())
+            p = params.parse(scope["query_string"].decode("latin-1"), content_type, b"".join(chunks))
             if method.lower() == "getupdates":
-                result = await _unless_disconnected(request, methods.call(state, token, method, p))
+                result = await _unless_disconnected(receive, methods.call(state, token, method, p))
             else:
                 result = await methods.call(state, token, method, p)
         except BotApiError as e:
-            return JSONResponse(e.to_json(), status_code=e.error_code)
+            await _reply(send, e.error_code, _json(e.to_json()))
+            return
         if method.lower() in ("setwebhook", "deletewebhook"):
             pumps.ensure(state.bots[token])
-        return JSONResponse({"ok": True, "result": result})
+        await _reply(send, 200, _json({"ok": True, "result": result}))
 
     async def download(request: Request) -> Response:
         with state.lock:
@@ -136,13 +174,19 @@ def create_app(state: SimulatorState) -> Starlette:
         finally:
             await pumps.close()
 
-    app = Starlette(
+    rest = Starlette(
         routes=[
-            Route("/bot{token}/{method}", bot_api, methods=["GET", "POST"]),
             Route("/file/bot{token}/{path:path}", download, methods=["GET"]),
             Mount("/_sim", routes=control_routes(state)),
         ],
         lifespan=lifespan,
     )
-    app.state.simulator = state
+    rest.state.simulator = state
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if (call := _bot_call(scope)) is not None:
+            await bot_api(scope, receive, send, *call)
+        else:
+            await rest(scope, receive, send)
+
     return app
