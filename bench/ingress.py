@@ -52,7 +52,10 @@ class BotStack:
 def bot_stack(url: str, scratch: Path, store_dir: Path | None = None) -> Iterator[BotStack]:
     """The simulator, core and edge as processes over the database at `url`; yields their
     simulator's URL and pids, and stops all three afterwards."""
-    with simulator_process(scratch, BOT_TOKEN) as sim, CoreProcess(url, quote_secret="bench", VIDEOCOPIES_DATABASE_DIRECT="1") as core:
+    # Core reaches PostgreSQL directly here, so it prepares its statements, as it is configured
+    # for a direct connection (through PgBouncer in transaction mode it cannot).
+    direct = CoreProcess(url, quote_secret="bench", VIDEOCOPIES_DATABASE_DIRECT="1")
+    with simulator_process(scratch, BOT_TOKEN) as sim, direct as core:
         edge = edge_process(core.url, issue_token(url, "edge-bench", "edge"), BOT_TOKEN, sim.url,
                             scratch / "edge", store_dir)
         try:

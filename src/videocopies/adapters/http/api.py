@@ -21,6 +21,7 @@ from fastapi import Depends, FastAPI, Path, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 import videocopies
 from videocopies.adapters.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -214,6 +215,25 @@ class _Forbidden(Exception):
 _REFUSALS = {401: {"model": Problem}, 403: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}}
 
 
+class _Relocated:
+    """Once this core has handed over to another (a deploy), every node is sent there with a
+    308. Plain ASGI, not `@app.middleware`: that runs each request's endpoint in a task of its
+    own and streams the answer back through a channel, which cost more than many endpoints."""
+
+    def __init__(self, app: ASGIApp, relocation: Relocation) -> None:
+        self._app, self._relocation = app, relocation
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        moved_to = self._relocation.url
+        if moved_to and scope["type"] == "http":
+            path: str = scope["path"]
+            if path.startswith("/v1/") and not path.startswith("/v1/admin/"):
+                headers = {"Location": moved_to + path, MOVED_HEADER: moved_to}
+                await Response(status_code=308, headers=headers)(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+
 def create_app(services: JobApiServices, edge: Any = None, control: Any = None) -> FastAPI:
     """`edge`: an EdgeApiServices, to serve edge's inbox and outbox too; `control`: a
     ControlApiServices, for operators' grants, refunds and reconciliation."""
@@ -225,12 +245,7 @@ def create_app(services: JobApiServices, edge: Any = None, control: Any = None) 
     )
     bearer = HTTPBearer(auto_error=False)
 
-    @app.middleware("http")
-    async def relocated(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        moved_to, path = services.relocation.url, request.url.path
-        if moved_to and path.startswith("/v1/") and not path.startswith("/v1/admin/"):
-            return Response(status_code=308, headers={"Location": moved_to + path, MOVED_HEADER: moved_to})
-        return await call_next(request)
+    app.add_middleware(_Relocated, relocation=services.relocation)
 
     @app.exception_handler(_Unauthorized)
     async def unauthorized(_request: Request, _exc: _Unauthorized) -> JSONResponse:

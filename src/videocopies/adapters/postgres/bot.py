@@ -26,20 +26,24 @@ from videocopies.domain.shared import UserId
 # Batches travel as one JSON document (json.dumps runs in C) rather than as arrays, which
 # psycopg builds element by element in Python, escaping every string: in a burst of /start
 # that was a sixth of core's CPU.
-_ADD = """
-INSERT INTO inbox (update_id, user_id, kind, payload, received_at)
-SELECT e.update_id, e.user_id, e.kind, e.payload, %s::timestamptz
-  FROM jsonb_to_recordset(%s::jsonb) AS e(update_id bigint, user_id bigint, kind text, payload jsonb)
-ON CONFLICT (update_id) DO NOTHING
-RETURNING user_id
-"""
-# DO UPDATE, not DO NOTHING: it waits for a processor that is releasing this user right now,
-# so the user is never forgotten with an event still waiting.
+# One statement, sent without BEGIN and COMMIT: edge asks for Telegram's next page only once
+# this returns, so every round trip here is a wait in the path of each update of a burst.
+# The user is marked waiting with DO UPDATE, not DO NOTHING: it waits for a processor that is
+# releasing this user right now, so the user is never forgotten with an event still waiting.
 # Rows are locked in user id order, here and in release, so the two never deadlock.
-_WAITING = """
-INSERT INTO inbox_users (user_id, since)
-SELECT u, %s::timestamptz FROM (SELECT DISTINCT unnest(%s::bigint[]) AS u ORDER BY 1) AS users
-ON CONFLICT (user_id) DO UPDATE SET since = inbox_users.since
+_ADD = """
+WITH added AS (
+    INSERT INTO inbox (update_id, user_id, kind, payload, received_at)
+    SELECT e.update_id, e.user_id, e.kind, e.payload, %(now)s::timestamptz
+      FROM jsonb_to_recordset(%(events)s::jsonb) AS e(update_id bigint, user_id bigint, kind text, payload jsonb)
+    ON CONFLICT (update_id) DO NOTHING
+    RETURNING user_id
+), waiting AS (
+    INSERT INTO inbox_users (user_id, since)
+    SELECT DISTINCT user_id, %(now)s::timestamptz FROM added ORDER BY 1
+    ON CONFLICT (user_id) DO UPDATE SET since = inbox_users.since
+)
+SELECT count(*) FROM added
 """
 _LEASE = """
 UPDATE inbox_users SET claimed_until = %(until)s
@@ -91,12 +95,15 @@ class PostgresInbox:
             {"update_id": e.update_id, "user_id": e.user.user_id, "kind": e.kind, "payload": e.to_payload()}
             for e in events
         ]
-        async with self._pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(_ADD, [now, Jsonb(rows)])
-            users = [row[0] for row in await cur.fetchall()]
-            if users:
-                await conn.execute(_WAITING, [now, users])
-        return len(users)
+        async with self._pool.connection() as conn:
+            await conn.set_autocommit(True)  # one statement is one transaction
+            try:
+                cur = await conn.execute(_ADD, {"now": now, "events": Jsonb(rows)})
+                row = await cur.fetchone()
+            finally:
+                await conn.set_autocommit(False)
+        assert row is not None
+        return int(row[0])
 
     async def lease_users(self, now: datetime, seconds: float, limit: int) -> Sequence[UserId]:
         params = {"now": now, "until": now + timedelta(seconds=seconds), "limit": limit}

@@ -181,7 +181,14 @@ class Receiver:
             for u in updates if u.get("pre_checkout_query")
         ]
         answers = [self._answer(u["callback_query"]["id"]) for u in updates if u.get("callback_query")]
-        events = await asyncio.gather(*(self._event(u) for u in updates))
+        # Most updates become events at once; only a video waits (it is fetched and stored
+        # first). A task per update would queue a page behind everything else edge is doing.
+        events: list[dict[str, Any] | None] = [_event(u) for u in updates]
+        videos = [i for i, e in enumerate(events) if e is not None and e["kind"] == "video"]
+        if videos:
+            fetched = await asyncio.gather(*(self._video_event(events[i]) for i in videos))  # type: ignore[arg-type]
+            for i, event in zip(videos, fetched, strict=True):
+                events[i] = event
         await asyncio.gather(*answers)
         found = [event for event in events if event is not None]
         if found:
@@ -216,24 +223,9 @@ class Receiver:
         except TelegramBadRequest as late:
             log.info("callback %s not answered: %s", query_id, late)
 
-    async def _event(self, update: dict[str, Any]) -> dict[str, Any] | None:
-        update_id = update["update_id"]
-        if (query := update.get("callback_query")) is not None:
-            if not query.get("data"):
-                return None
-            return {"update_id": update_id, "user": _user(query["from"]), "kind": "button", "data": query["data"]}
-        message = update.get("message")
-        if message is None or message.get("from") is None:
-            return None
-        user = _user(message["from"])
-        if (paid := message.get("successful_payment")) is not None:
-            payment = {"charge_id": paid["telegram_payment_charge_id"], "total_amount": paid["total_amount"],
-                       "currency": paid["currency"], "invoice_payload": paid["invoice_payload"]}
-            return {"update_id": update_id, "user": user, "kind": "payment", "payment": payment}
-        if message.get("video") or message.get("document"):
-            video = await self._video(Message.model_validate(message, context={"bot": self._bot}), update_id)
-            return {"update_id": update_id, "user": user, "kind": "video", "video": video}
-        return {"update_id": update_id, "user": user, "kind": "text", "text": (message.get("text") or "")[:4096]}
+    async def _video_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        message = Message.model_validate(event.pop("message"), context={"bot": self._bot})
+        return {**event, "video": await self._video(message, event["update_id"])}
 
     async def _video(self, message: Message, update_id: int) -> dict[str, Any]:
         media: Any = message.video or message.document
@@ -293,14 +285,17 @@ class Sender:
 
     One claim loop keeps several claimed batches in flight, so sending never waits for the
     next claim's round trip; claims stay one at a time, which is what keeps a chat's later
-    message out of a batch while an earlier one is still being sent."""
+    message out of a batch while an earlier one is still being sent.
+
+    A few connections keep Telegram busy (it takes about 30 messages a second from a bot);
+    more only lengthen the queue that edge's getUpdates waits in behind the sends."""
 
     def __init__(
         self, bot: Bot, core: CoreClient, sources: SourceStore, work_dir: Path,
-        batch: int = 200, batches_in_flight: int = 4, hold_s: float = 60.0,
+        batch: int = 200, batches_in_flight: int = 4, hold_s: float = 60.0, connections: int = 16,
     ) -> None:
         self._bot, self._core, self._sources, self._work_dir = bot, core, sources, work_dir
-        self._api = LeanBotApi(bot)
+        self._api = LeanBotApi(bot, connections)
         self._batch, self._in_flight, self._hold_s = batch, batches_in_flight, hold_s
         self.sent = 0
 
@@ -411,6 +406,27 @@ class Sender:
         with contextlib.suppress(Exception):
             body = {"after_s": after_s, "error": error[:900]}
             await self._core.call("POST", f"/v1/outbox/{message['id']}/retry", body)
+
+
+def _event(update: dict[str, Any]) -> dict[str, Any] | None:
+    """The inbox event an update makes (None: nothing core acts on). A video's event still
+    carries its message: edge fetches and stores the file before the event is stored."""
+    update_id = update["update_id"]
+    if (query := update.get("callback_query")) is not None:
+        if not query.get("data"):
+            return None
+        return {"update_id": update_id, "user": _user(query["from"]), "kind": "button", "data": query["data"]}
+    message = update.get("message")
+    if message is None or message.get("from") is None:
+        return None
+    user = _user(message["from"])
+    if (paid := message.get("successful_payment")) is not None:
+        payment = {"charge_id": paid["telegram_payment_charge_id"], "total_amount": paid["total_amount"],
+                   "currency": paid["currency"], "invoice_payload": paid["invoice_payload"]}
+        return {"update_id": update_id, "user": user, "kind": "payment", "payment": payment}
+    if message.get("video") or message.get("document"):
+        return {"update_id": update_id, "user": user, "kind": "video", "message": message}
+    return {"update_id": update_id, "user": user, "kind": "text", "text": (message.get("text") or "")[:4096]}
 
 
 def _user(user: dict[str, Any]) -> dict[str, Any]:
