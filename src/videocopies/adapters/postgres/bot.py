@@ -66,9 +66,12 @@ SELECT (r.e->>'user_id')::bigint, r.e->>'kind', r.e->'payload', r.e->>'dedup_key
  ORDER BY r.n
 ON CONFLICT (dedup_key) DO NOTHING
 """
+# `= ANY` finds the rows by primary key; joined to the JSON alone, the planner hashed the
+# whole table for each batch.
 _MARK_DONE = """
 UPDATE inbox SET processed_at = now(), outcome = d.outcome
-  FROM jsonb_to_recordset(%s::jsonb) AS d(id bigint, outcome text) WHERE inbox.id = d.id
+  FROM jsonb_to_recordset(%s::jsonb) AS d(id bigint, outcome text)
+ WHERE inbox.id = d.id AND inbox.id = ANY(%s::bigint[])
 """
 _REMEMBER = """
 INSERT INTO bot_users (user_id, language, first_name, created_at)
@@ -135,7 +138,9 @@ class PostgresInbox:
                     {"user_id": r.user_id, "kind": r.kind, "payload": r.payload, "dedup_key": r.dedup_key}
                     for r in replies
                 ])])
-            await conn.execute(_MARK_DONE, [Jsonb([{"id": e.event_id, "outcome": o} for e, _, o in handled])])
+            await conn.execute(_MARK_DONE, [
+                Jsonb([{"id": e.event_id, "outcome": o} for e, _, o in handled]), [e.event_id for e, _, _ in handled]
+            ])
 
     async def release(self, user_ids: Sequence[UserId]) -> None:
         users = list(user_ids)

@@ -19,6 +19,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres.peek import glance
 
+# The rows are found by primary key (`= ANY`): joined to the CTE, the planner hashed the
+# whole table to update a batch. The same goes for the reports below.
 _CLAIM = """
 WITH next AS (
     SELECT o.id FROM outbox o
@@ -28,7 +30,7 @@ WITH next AS (
      ORDER BY o.id LIMIT %(limit)s FOR UPDATE SKIP LOCKED
 )
 UPDATE outbox SET claimed_until = %(until)s, attempts = attempts + 1
-  FROM next WHERE outbox.id = next.id
+ WHERE outbox.id = ANY(ARRAY(SELECT id FROM next))
 RETURNING outbox.id, outbox.user_id, outbox.kind, outbox.payload, outbox.attempts
 """
 _ANY = """
@@ -85,8 +87,8 @@ class PostgresOutboxQueue:
             cur = await conn.execute(
                 "UPDATE outbox SET sent_at = now(), delivery = d.delivery, claimed_until = NULL "
                 "FROM jsonb_to_recordset(%s::jsonb) AS d(id bigint, delivery jsonb) "
-                "WHERE outbox.id = d.id AND outbox.sent_at IS NULL",
-                [Jsonb([{"id": i, "delivery": d} for i, d in deliveries])],
+                "WHERE outbox.id = d.id AND outbox.id = ANY(%s::bigint[]) AND outbox.sent_at IS NULL",
+                [Jsonb([{"id": i, "delivery": d} for i, d in deliveries]), [i for i, _ in deliveries]],
             )
             return cur.rowcount
 

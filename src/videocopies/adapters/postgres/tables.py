@@ -279,6 +279,8 @@ outbox = Table(
     Column("delivery", JSONB),  # what Telegram answered: message id, file id
     UniqueConstraint("dedup_key"),
     Index("ix_outbox_pending", "id", postgresql_where=text("sent_at IS NULL")),
+    # A claim looks for an earlier unsent message of the same user.
+    Index("ix_outbox_user_pending", "user_id", "id", postgresql_where=text("sent_at IS NULL")),
 )
 
 capacity_slots = Table(

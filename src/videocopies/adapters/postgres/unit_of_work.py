@@ -60,7 +60,25 @@ def _apply_statement(conn: psycopg.AsyncConnection[Any], writes: Writes) -> byte
     one simple query, so it goes through PgBouncer, and the server runs statements whose plans
     it keeps per session instead of parsing and planning each write. A fenced job write that
     matches no row, or a capacity slot that cannot be taken, aborts it from inside."""
-    return b"SELECT videocopies_apply(" + _literal(conn, writes) + b"::jsonb);\nCOMMIT"
+    return b"SELECT videocopies_apply(" + _literal(conn, _coalesced(writes)) + b"::jsonb);\nCOMMIT"
+
+
+_IN_BULK = {"insert_account": "insert_accounts", "insert_lot": "insert_lots"}  # migration 0016
+
+
+def _coalesced(writes: Writes) -> list[tuple[str, Any]]:
+    """Consecutive inserts of accounts, or of lots, as one write of many rows: the server
+    inserts them in one statement instead of one statement per row. Order is kept."""
+    out: list[tuple[str, Any]] = []
+    for name, params in writes:
+        bulk = _IN_BULK.get(name)
+        if bulk is None:
+            out.append((name, params))
+        elif out and out[-1][0] == bulk:
+            out[-1][1].append(params)
+        else:
+            out.append((bulk, [params]))
+    return out
 
 
 def _load_statement(conn: psycopg.AsyncConnection[Any], orders: list[str], accounts: list[int]) -> bytes:
@@ -115,9 +133,13 @@ class PostgresAccounts:
         return [a for row in rows if (a := await self.get(UserId(row["user_id"]))) is not None]
 
     def writes(self, now: datetime) -> Writes:
-        out: Writes = []
+        # Every new account before any of their children: a batch of newcomers becomes one
+        # run of account inserts and one of lot inserts (see _coalesced).
+        out: Writes = [
+            ("insert_account", {"user_id": account.account_id, "version": account.version, "now": now})
+            for account in self.added.values()
+        ]
         for account in self.added.values():
-            out.append(("insert_account", {"user_id": account.account_id, "version": account.version, "now": now}))
             out += self._children(account, {"lots": {}, "reservations": {}})
         for account, loaded, snapshot in self.loaded.values():
             if account.version == loaded:
