@@ -9,12 +9,13 @@ reports each one: a copy is charged when its delivery is reported, once.
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
 import attrs
-from fastapi import Depends, FastAPI, Path
+from fastapi import Depends, FastAPI, Path, Response
 from pydantic import BaseModel, Field
 
 from videocopies.adapters.http.api import IDENTIFIER, MAX_BYTES, NO_NUL, SignedUrl, _Body, _Forbidden, _signed
@@ -167,6 +168,10 @@ class MessageOut(BaseModel):
     invoice: InvoiceOut | None = None
 
 
+class ClaimOut(BaseModel):
+    messages: list[MessageOut]
+
+
 class OutboxClaimIn(_Body):
     limit: int = Field(20, ge=1, le=500)
     wait_s: float = Field(0.0, ge=0.0, le=60.0)
@@ -244,8 +249,8 @@ def add_edge_routes(
         headers = {"x-amz-meta-sha256": body.sha256}
         return await _signed(services.store, services.url_ttl, key, "PUT", headers, sha256=body.sha256)
 
-    @app.post("/v1/outbox/claim", tags=["edge"])
-    async def claim_outbox(body: OutboxClaimIn, _node: Sender) -> dict[str, list[MessageOut]]:
+    @app.post("/v1/outbox/claim", tags=["edge"], response_model=ClaimOut)
+    async def claim_outbox(body: OutboxClaimIn, _node: Sender) -> Response:
         """Messages to send, oldest first, held for this edge for a minute; long-polls up to `wait_s`."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + body.wait_s
@@ -262,12 +267,15 @@ def add_edge_routes(
                 url = None
                 if services.store is not None:
                     url = await services.store.presigned_url(screen.video_key, services.url_ttl)
-                video = VideoOut(key=screen.video_key, url=url)
-            buttons = [[ButtonOut(text=b.text, data=b.data) for b in row] for row in screen.buttons]
-            invoice = InvoiceOut(**attrs.asdict(screen.invoice)) if screen.invoice else None
-            messages.append(MessageOut(id=m.message_id, chat_id=m.user_id, kind=m.kind, text=screen.text,
-                                       buttons=buttons, video=video, invoice=invoice))
-        return {"messages": messages}
+                video = {"key": screen.video_key, "url": url}
+            messages.append({
+                "id": m.message_id, "chat_id": m.user_id, "kind": m.kind, "text": screen.text,
+                "buttons": [[{"text": b.text, "data": b.data} for b in row] for row in screen.buttons],
+                "video": video, "invoice": attrs.asdict(screen.invoice) if screen.invoice else None,
+            })
+        # A batch is hundreds of screens: written out directly, as ClaimOut describes it,
+        # rather than built as models and then checked against them field by field.
+        return Response(json.dumps({"messages": messages}, ensure_ascii=False).encode(), media_type="application/json")
 
     @app.post("/v1/outbox/{message_id}/sent", tags=["edge"])
     async def message_sent(
@@ -294,14 +302,13 @@ def add_edge_routes(
         """Many reports at once (one per message sent in a batch); the same rules as `/sent`."""
         reports = {r.id: r for r in body.reports}
         debited = 0
-        for message in await services.outbox.get_many(sorted(reports)):
+        for message in await services.outbox.copies_among(sorted(reports)):
             report = reports[message.message_id]
-            if message.kind == "copy_ready":
-                copy = uc.RecordDeliveryCommand(OrderId(message.payload["order_id"]), int(message.payload["index"]))
-                if report.error is None:
-                    debited += await services.record_delivery(copy)
-                else:
-                    await services.give_up_delivery(copy)
+            copy = uc.RecordDeliveryCommand(OrderId(message.payload["order_id"]), int(message.payload["index"]))
+            if report.error is None:
+                debited += await services.record_delivery(copy)
+            else:
+                await services.give_up_delivery(copy)
         recorded = await services.outbox.sent_many(
             [(r.id, r.model_dump(exclude_none=True, exclude={"id"})) for r in body.reports]
         )

@@ -70,11 +70,14 @@ class PostgresOutboxQueue:
             await conn.commit()
         return ClaimedMessage(row["id"], row["user_id"], row["kind"], row["payload"], row["attempts"]) if row else None
 
-    async def get_many(self, message_ids: Sequence[int]) -> list[ClaimedMessage]:
+    async def copies_among(self, message_ids: Sequence[int]) -> list[ClaimedMessage]:
+        """The `copy_ready` messages among these: the ones a delivery report charges for. A
+        batch of reports is mostly screens, whose rows need not be read at all."""
         async with self._pool.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(
-                "SELECT id, user_id, kind, payload, attempts FROM outbox WHERE id = ANY(%s) ORDER BY id",
+                "SELECT id, user_id, kind, payload, attempts FROM outbox"
+                " WHERE id = ANY(%s) AND kind = 'copy_ready' ORDER BY id",
                 [list(message_ids)],
             )
             rows = await cur.fetchall()
