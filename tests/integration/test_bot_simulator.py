@@ -438,3 +438,64 @@ async def test_stats_count_polls(sim, bot):
         await next_updates(bot, timeout=0)
         await next_updates(bot, timeout=0)
         assert (await control.get("/stats")).json()["polls"] == 2
+
+
+async def test_json_calls_answer_alike_in_the_protocol_and_through_asgi(sim, bot):
+    """A JSON call to a quick method is answered inside the HTTP protocol; the same call through
+    the ASGI app (as a GET with a query, or in-process) must get the same answer."""
+    user = sim.create_user()
+    user.send_text("/start")
+    long_data = {"inline_keyboard": [[{"text": "x", "callback_data": "d" * 65}]]}
+    calls = [
+        (bot.token, "sendMessage", {"chat_id": user.id, "text": "hi"}),
+        (bot.token, "sendMessage", {"chat_id": user.id, "text": "  "}),
+        (bot.token, "sendMessage", {"chat_id": user.id, "text": "x", "reply_markup": long_data}),
+        (bot.token, "sendMessage", {"chat_id": sim.create_user().id, "text": "first"}),
+        (bot.token, "sendMessage", {"chat_id": 1, "text": "nobody"}),
+        (bot.token, "answerCallbackQuery", {"callback_query_id": "no-such-query"}),
+        (bot.token, "noSuchMethod", {}),
+        ("123:unknown", "sendMessage", {"chat_id": user.id, "text": "hi"}),
+    ]
+    in_process = httpx.AsyncClient(transport=httpx.ASGITransport(app=sim.app), base_url="http://sim")
+    async with httpx.AsyncClient(base_url=sim.url) as wire, in_process:
+        for token, method, body in calls:
+            quick = await wire.post(f"/bot{token}/{method}", json=body)
+            routed = await in_process.post(f"/bot{token}/{method}", json=body)
+            assert (quick.status_code, quick.headers["content-type"]) == (routed.status_code, "application/json")
+            if quick.status_code == 200:
+                sent, again = quick.json()["result"], routed.json()["result"]
+                assert again["message_id"] == sent["message_id"] + 1
+                assert {k: v for k, v in sent.items() if k != "message_id"} == {
+                    k: v for k, v in again.items() if k not in ("message_id",)
+                } | {"date": sent["date"]}
+            else:
+                assert quick.json() == routed.json() and quick.json()["ok"] is False
+        bad = await wire.post(f"/bot{bot.token}/sendMessage", content=b"{not json",
+                              headers={"content-type": "application/json"})
+        assert bad.status_code == 400 and bad.json()["description"] == "Bad Request: can't parse JSON object"
+        closing = await wire.post(f"/bot{bot.token}/sendMessage", json={"chat_id": user.id, "text": "bye"},
+                                  headers={"connection": "close"})
+        assert closing.status_code == 200 and closing.headers.get("connection") == "close"
+    texts = [entry.message.get("text") for entry in user.received]
+    assert texts.count("hi") == 2 and "bye" in texts
+
+
+async def test_pipelined_json_calls_are_answered_in_order(sim, bot):
+    """Two requests written at once on one connection: the answers come back in their order."""
+    user = sim.create_user()
+    user.send_text("/start")
+    bodies = [f'{{"chat_id": {user.id}, "text": "{text}"}}'.encode() for text in ("one", "two", "three")]
+    requests = b"".join(
+        b"POST /bot" + bot.token.encode() + b"/sendMessage HTTP/1.1\r\nHost: sim\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body for body in bodies
+    )
+    reader, writer = await asyncio.open_connection(sim.host, sim.port)
+    writer.write(requests)
+    await writer.drain()
+    answers = b""
+    while answers.count(b'"ok":true') < 3:
+        chunk = await asyncio.wait_for(reader.read(65536), 5)
+        assert chunk, "the connection closed early"
+        answers += chunk
+    writer.close()
+    assert answers.index(b'"text":"one"') < answers.index(b'"text":"two"') < answers.index(b'"text":"three"')

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Coroutine
 
@@ -19,6 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from videocopies.adapters.telegram.simulator import methods, params
 from videocopies.adapters.telegram.simulator.control import control_routes
 from videocopies.adapters.telegram.simulator.errors import BotApiError
+from videocopies.adapters.telegram.simulator.fastpath import bot_call, json_body
 from videocopies.adapters.telegram.simulator.state import BotAccount, SimulatorState, Update, Webhook
 
 log = logging.getLogger(__name__)
@@ -100,10 +100,6 @@ async def _unless_disconnected(receive: Receive, call: Coroutine) -> object:
     return work.result()
 
 
-def _json(payload: object) -> bytes:
-    return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
-
-
 async def _reply(send: Send, status: int, body: bytes) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -111,16 +107,10 @@ async def _reply(send: Send, status: int, body: bytes) -> None:
 
 
 def _bot_call(scope: Scope) -> tuple[str, str] | None:
-    """(token, method) for a Bot API request, `/bot{token}/{method}`; None for any other path."""
-    if scope["type"] != "http":
+    """(token, method) for a Bot API request, `/bot{token}/{method}`; None for any other."""
+    if scope["type"] != "http" or scope["method"] not in ("GET", "POST"):
         return None
-    path: str = scope["path"]
-    if not path.startswith("/bot") or scope["method"] not in ("GET", "POST"):
-        return None
-    token, _, method = path[4:].partition("/")
-    if not token or not method or "/" in method:
-        return None
-    return token, method
+    return bot_call(scope["path"])
 
 
 def create_app(state: SimulatorState) -> ASGIApp:
@@ -147,11 +137,11 @@ def create_app(state: SimulatorState) -> ASGIApp:
             else:
                 result = await methods.call(state, token, method, p)
         except BotApiError as e:
-            await _reply(send, e.error_code, _json(e.to_json()))
+            await _reply(send, e.error_code, json_body(e.to_json()))
             return
         if method.lower() in ("setwebhook", "deletewebhook"):
             pumps.ensure(state.bots[token])
-        await _reply(send, 200, _json({"ok": True, "result": result}))
+        await _reply(send, 200, json_body({"ok": True, "result": result}))
 
     async def download(request: Request) -> Response:
         with state.lock:

@@ -270,14 +270,25 @@ METHODS: dict[str, Method] = {
 }
 
 
+# Methods that answer at once, under the state's lock; getUpdates may wait (a long poll), and
+# the webhook methods start or stop a delivery task besides.
+WAITING = frozenset({"getupdates", "setwebhook", "deletewebhook"})
+
+
 async def call(state: SimulatorState, token: str, method: str, p: Params) -> object:
     """Run one Bot API method; raises `BotApiError` as Telegram would answer."""
+    if method.lower() == "getupdates":
+        with state.lock:
+            bot = state.bot(token)
+        return await get_updates(state, bot, p)
+    return call_now(state, token, method, p)
+
+
+def call_now(state: SimulatorState, token: str, method: str, p: Params) -> object:
+    """`call` for a method that never waits (anything but getUpdates)."""
+    handler = METHODS.get(method.lower())
     with state.lock:
         bot = state.bot(token)
-    handler = METHODS.get(method.lower())
-    if handler is None:
-        raise BotApiError(404, "Not Found")
-    if handler is get_updates:
-        return await get_updates(state, bot, p)
-    with state.lock:
+        if handler is None:
+            raise BotApiError(404, "Not Found")
         return handler(state, bot, p)

@@ -14,6 +14,7 @@ import uvicorn
 import uvloop
 
 from videocopies.adapters.telegram.simulator.app import create_app
+from videocopies.adapters.telegram.simulator.fastpath import protocol_for
 from videocopies.adapters.telegram.simulator.state import Settings, SimulatorState
 from videocopies.adapters.telegram.simulator.users import SimulatedUser, create_user
 
@@ -61,7 +62,7 @@ class BotApiSimulator:
     def _uvicorn(self) -> uvicorn.Server:
         config = uvicorn.Config(
             self.app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=1,
-            ws="none",
+            ws="none", http=protocol_for(self.state),
         )
         self._server = uvicorn.Server(config)
         return self._server

@@ -1,0 +1,117 @@
+"""The Bot API's JSON calls answered inside uvicorn's HTTP protocol, before any ASGI.
+
+A load run sends the simulator tens of thousands of sendMessage and answerCallbackQuery
+calls, on the same machine as the system it measures. Through ASGI each one costs a task,
+a scope and two writes; here it is parsed, answered under the state's lock and written back
+in one piece, as the method itself is quick. Everything else (getUpdates' long poll, the
+webhook methods, uploads, downloads, the control endpoints) and any request this path is
+unsure of go through ASGI as before, so both paths answer alike (tests drive both)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import httptools
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from videocopies.adapters.telegram.simulator import methods, params
+from videocopies.adapters.telegram.simulator.errors import BotApiError
+from videocopies.adapters.telegram.simulator.state import SimulatorState
+
+Answer = Callable[[str, str, bytes], tuple[int, bytes]]
+
+
+def bot_call(path: str) -> tuple[str, str] | None:
+    """(token, method) for a Bot API path, `/bot{token}/{method}`; None for any other."""
+    if not path.startswith("/bot"):
+        return None
+    token, _, method = path[4:].partition("/")
+    if not token or not method or "/" in method:
+        return None
+    return token, method
+
+
+def json_body(payload: object) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+def answerer(state: SimulatorState) -> Answer:
+    """Status and JSON body for a quick method called with a JSON body."""
+
+    def answer(token: str, method: str, body: bytes) -> tuple[int, bytes]:
+        try:
+            result = methods.call_now(state, token, method, params.parse("", "application/json", body))
+        except BotApiError as e:
+            return e.error_code, json_body(e.to_json())
+        return 200, json_body({"ok": True, "result": result})
+
+    return answer
+
+
+def protocol_for(state: SimulatorState) -> type[HttpToolsProtocol]:
+    """uvicorn's `http` protocol class, answering this state's quick calls itself."""
+    return type("SimulatorHttpProtocol", (QuickBotApiProtocol,), {"answer": staticmethod(answerer(state))})
+
+
+class QuickBotApiProtocol(HttpToolsProtocol):
+    answer: Answer
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._quick: tuple[str, str] | None = None
+        self._quick_body: list[bytes] = []
+
+    def on_headers_complete(self) -> None:
+        self._quick = self._quick_call()
+        if self._quick is None:
+            super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if self._quick is not None:
+            self._quick_body.append(body)
+        else:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if self._quick is None:
+            super().on_message_complete()
+            return
+        status, body = self.answer(*self._quick, b"".join(self._quick_body))
+        self._quick, self._quick_body = None, []
+        keep_alive = self.parser.should_keep_alive()
+        head = [STATUS_LINE[status]]
+        for name, value in self.server_state.default_headers:
+            head += [name, b": ", value, b"\r\n"]
+        head += [b"content-type: application/json\r\ncontent-length: ", str(len(body)).encode(), b"\r\n"]
+        if not keep_alive:
+            head.append(b"connection: close\r\n")
+        head += [b"\r\n", body]
+        self.transport.write(b"".join(head))
+        self.server_state.total_requests += 1
+        if not keep_alive:
+            self.transport.close()
+        elif not self.transport.is_closing():
+            self.timeout_keep_alive_task = self.loop.call_later(
+                self.timeout_keep_alive, self.timeout_keep_alive_handler
+            )
+
+    def _quick_call(self) -> tuple[str, str] | None:
+        """A POST of JSON to a quick Bot API method, with no earlier request still being
+        answered on this connection (answers keep their order)."""
+        if self.parser.get_method() != b"POST" or self.parser.should_upgrade():
+            return None
+        if self.cycle is not None and not self.cycle.response_complete:
+            return None
+        if self.parser.get_http_version() != "1.1" or self.expect_100_continue:
+            return None
+        url = httptools.parse_url(self.url)
+        if url.query or b"%" in url.path:
+            return None
+        call = bot_call(url.path.decode("ascii", "replace"))
+        if call is None or call[1].lower() in methods.WAITING:
+            return None
+        content_type = next((v for k, v in self.headers if k == b"content-type"), b"")
+        if content_type.split(b";", 1)[0].strip().lower() != b"application/json":
+            return None
+        return call
