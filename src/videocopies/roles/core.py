@@ -40,6 +40,7 @@ from videocopies.application.claims import ClaimWaiters
 from videocopies.application.duties import HoldDuty
 from videocopies.application.nodes import NodeAuthenticator
 from videocopies.application.ports import ObjectStore
+from videocopies.roles import heap
 from videocopies.roles.containers import PostgresService
 from videocopies.roles.stray_copies import keep_removing
 from videocopies.settings import Settings
@@ -356,6 +357,7 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
     host = host or env.get("VIDEOCOPIES_CORE_HOST", "127.0.0.1")
     port = port or int(env.get("VIDEOCOPIES_CORE_PORT", "8700"))
     log.info("core serving on %s:%d", host, port)
+    heap.settle()
     uvloop.run(server(core, host, port).serve())
     return 0
 

@@ -40,6 +40,7 @@ from videocopies.adapters.telegram.edge import (
     StoreSources,
     WebhookReceiver,
 )
+from videocopies.roles import heap
 
 log = logging.getLogger("videocopies.edge")
 
@@ -116,4 +117,5 @@ async def _webhook(env: dict[str, str], url: str, bot: Bot, receiver: Receiver, 
 
 
 def main() -> int:
+    heap.settle()
     return uvloop.run(serve(dict(os.environ)))

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from videocopies.adapters.telegram.simulator.server import BotApiSimulator
+from videocopies.roles import heap
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -27,6 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"Bot API simulator ({args.mode}) on {simulator.url}", flush=True)
     for token in tokens:
         print(f"bot token: {token}", flush=True)
+    heap.settle()
     simulator.serve_forever()
 
 
