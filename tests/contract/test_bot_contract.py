@@ -145,6 +145,41 @@ async def test_a_burst_of_start_is_answered_like_single_events(chat: Chat) -> No
         assert "gift" not in welcome.text and "подарок" not in welcome.text
 
 
+class _FirstBatchFails:
+    """GrantCoins whose first batch fails (the database went away), after the turn has
+    already remembered its users; then it works again."""
+
+    def __init__(self, real: Any) -> None:
+        self.real, self.failed = real, False
+
+    async def many(self, commands: Any, read: Any = ()) -> Any:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("server closed the connection unexpectedly")
+        return await self.real.many(commands, read)
+
+    async def __call__(self, command: Any) -> Any:
+        return await self.real(command)
+
+
+async def test_a_bulk_turn_that_fails_after_remembering_still_grants_the_start_bonus(chat: Chat) -> None:
+    """The bulk turn remembers its users, then fails to grant; the users are handled again one
+    event at a time. They are known by then, yet each still gets the bonus, once."""
+    conversation = chat.backend.service.bot.conversation()  # type: ignore[attr-defined]
+    conversation.grant_coins = _FirstBatchFails(conversation.grant_coins)
+    newcomers = [BotUser(UserId(100 + i), "en", f"N{i}") for i in (20, 22, 24)]
+    events = [InboxEvent(4000 + i, user, "text", text="/start") for i, user in enumerate(newcomers)]
+    await chat.inbox.add(events, chat.backend.clock.now())
+    while await chat.processor.turn():
+        pass
+    assert conversation.grant_coins.failed
+    said = await _screens(chat)
+    for user in newcomers:
+        assert await _available(chat, user) == 50
+        (welcome,) = said[user.user_id]
+        assert "welcome gift of 50 coins" in welcome.text and "You have 50 coins." in welcome.text
+
+
 async def test_a_user_with_a_button_among_texts_keeps_its_order(chat: Chat) -> None:
     now = chat.backend.clock.now()
     await chat.inbox.add([

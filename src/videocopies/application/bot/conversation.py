@@ -122,25 +122,29 @@ class Conversation:
 
     async def handle_many(self, events: Sequence[InboxEvent]) -> list[list[OutboxMessage]]:
         """`handle` for a batch of `in_bulk` events (each user's in order), with the same
-        replies, in three transactions whatever the batch's size: the users remembered at
-        once, then every newcomer's bonus granted and every balance read together. This is
+        replies, in two transactions whatever the batch's size: the users remembered at
+        once, then every start bonus due granted and every balance read together. This is
         what keeps a burst of /start from thousands of users from queueing behind itself."""
         now = self.clock.now()
         changed = {e.user.user_id: e.user for e in events if self._known.get(e.user.user_id) != e.user}
-        newcomers = await self.users.remember_many(list(changed.values()), now) if changed else set()
+        if changed:
+            await self.users.remember_many(list(changed.values()), now)
         for user in changed.values():
             self._knows(user)
-        first_events: dict[UserId, int] = {}
-        for event in events:
-            first_events.setdefault(event.user.user_id, event.update_id)
-        bonus_for = {
-            e.update_id for e in events
-            if e.user.user_id in newcomers and first_events[e.user.user_id] == e.update_id
-            and _command(e.text) == "/start" and self.settings.start_bonus
-        }
-        grants = [self._start_bonus(e.user.user_id) for e in events if e.update_id in bonus_for]
+        # Each user's first /start here asks for the start bonus; the grant, idempotent by its
+        # lot id, decides who gets it (see _text).
+        first_starts: dict[UserId, InboxEvent] = {}
+        if self.settings.start_bonus:
+            for event in events:
+                if _command(event.text) == "/start":
+                    first_starts.setdefault(event.user.user_id, event)
+        grants = [self._start_bonus(user_id) for user_id in first_starts]
         readers = [e.user.user_id for e in events if _command(e.text) in _READS_BALANCE]
-        accounts = await self.grant_coins.many(grants, readers) if grants or readers else {}
+        granted = await self.grant_coins.many(grants, readers) if grants or readers else uc.Granted({}, frozenset())
+        accounts = granted.accounts
+        bonus_for = {
+            event.update_id for user_id, event in first_starts.items() if _start_lot(user_id) in granted.new_lots
+        }
         out = []
         for event in events:
             replies = _Replies(event)
@@ -158,7 +162,7 @@ class Conversation:
 
     def _start_bonus(self, user_id: UserId) -> uc.GrantCoinsCommand:
         return uc.GrantCoinsCommand(user_id, LotKind.START, self.settings.start_bonus,
-                                    self.settings.start_bonus_valid_for, LotId(f"start-{user_id}"))
+                                    self.settings.start_bonus_valid_for, _start_lot(user_id))
 
     async def _text(self, user: BotUser, text: str, first_contact: bool, replies: _Replies) -> None:
         words = text.split()
@@ -168,9 +172,13 @@ class Conversation:
             replies.screen("history", orders=[dict(o) for o in orders])
             return
         bonus = referral = 0
-        if command == "/start" and first_contact and self.settings.start_bonus:
-            await self.grant_coins(self._start_bonus(user.user_id))
-            bonus = self.settings.start_bonus
+        # A user's first /start brings the start bonus, once. Whether it is the first is
+        # decided with the grant, in its transaction (the start lot exists or not), not by
+        # the earlier write that remembered the user: a turn that died between the two, or
+        # a bulk turn that failed after remembering, must not cost a newcomer the bonus.
+        if command == "/start" and self.settings.start_bonus:
+            granted = await self.grant_coins.many([self._start_bonus(user.user_id)])
+            bonus = self.settings.start_bonus if _start_lot(user.user_id) in granted.new_lots else 0
         if command == "/start":
             referral = await self._referral(user, words[1] if len(words) > 1 else "", first_contact)
         view = await self._balance(user.user_id) if command in _READS_BALANCE else None
@@ -322,6 +330,10 @@ class Conversation:
         async with self.uow() as uow:
             account = await uow.accounts.get(user_id)
         return account_view(account, now)
+
+
+def _start_lot(user_id: UserId) -> LotId:
+    return LotId(f"start-{user_id}")
 
 
 def _command(text: str | None) -> str:

@@ -2,7 +2,7 @@
 
 from videocopies.application.use_cases.cancel_order import CancelOrder, CancelOrderCommand
 from videocopies.application.use_cases.claim_job import ClaimedJob, ClaimJob, ClaimJobCommand
-from videocopies.application.use_cases.coins import ExpireCoins, GrantCoins, GrantCoinsCommand
+from videocopies.application.use_cases.coins import ExpireCoins, GrantCoins, GrantCoinsCommand, Granted
 from videocopies.application.use_cases.confirm_order import ConfirmOrder, ConfirmOrderCommand
 from videocopies.application.use_cases.finish_job import (
     AcknowledgeCancel,
@@ -40,7 +40,7 @@ __all__ = [
     "CompleteJobCommand", "ConfirmOrder", "ConfirmOrderCommand", "CreditPayment",
     "CreditPaymentCommand", "ExpireCoins", "ExpireLeases", "FailJob", "FailJobCommand",
     "GiveUpCopy", "GiveUpCopyCommand",
-    "GiveUpDelivery", "GrantCoins", "GrantCoinsCommand", "HeldJobView", "InspectHeldJob", "QuoteOrder",
+    "GiveUpDelivery", "GrantCoins", "GrantCoinsCommand", "Granted", "HeldJobView", "InspectHeldJob", "QuoteOrder",
     "QuoteOrderCommand", "ReconcilePayments", "ReconciliationResult", "RefundPayment", "RefundPaymentCommand",
     "RewardReferral",
     "RecordDelivery", "RecordDeliveryCommand", "RenewLease", "RenewLeaseCommand",

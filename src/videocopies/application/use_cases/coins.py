@@ -25,6 +25,15 @@ class GrantCoinsCommand:
     reason: str = ""
 
 
+@attrs.frozen
+class Granted:
+    """What `GrantCoins.many` did: the accounts as committed, and the lots it created (a lot
+    that already existed is not granted again)."""
+
+    accounts: dict[UserId, CoinAccount | None]
+    new_lots: frozenset[LotId]
+
+
 class GrantCoins:
     """Add a lot of coins to a user's account, with its own expiry. A grant by someone
     (an operator's node) is recorded with who and why, and announced to the user."""
@@ -52,13 +61,12 @@ class GrantCoins:
             await uow.commit()
         return lot_id
 
-    async def many(
-        self, commands: Sequence[GrantCoinsCommand], read: Sequence[UserId] = ()
-    ) -> dict[UserId, CoinAccount | None]:
+    async def many(self, commands: Sequence[GrantCoinsCommand], read: Sequence[UserId] = ()) -> Granted:
         """Every grant in one transaction (each idempotent by its lot id, like a single one),
-        for a burst of newcomers; returns the accounts of the granted users and of `read` as
-        committed, so their balances need no second transaction."""
+        for a burst of newcomers; gives the accounts of the granted users and of `read` as
+        committed, so their balances need no second transaction, and which lots are new."""
         now = self._clock.now()
+        new_lots: set[LotId] = set()
         users = sorted({c.user_id for c in commands} | set(read))  # rows locked in one order
         async with self._uow() as uow:
             await uow.prefetch(accounts=users)  # one round trip for the whole batch
@@ -71,9 +79,10 @@ class GrantCoins:
                     continue
                 expires_at = now + cmd.valid_for if cmd.valid_for is not None else None
                 account.grant(lot_id, cmd.kind, cmd.amount, now, expires_at)
+                new_lots.add(lot_id)
             accounts = {user: await uow.accounts.get(user) for user in users}
             await uow.commit()
-        return accounts
+        return Granted(accounts, frozenset(new_lots))
 
 
 class ExpireCoins:
