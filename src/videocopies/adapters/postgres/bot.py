@@ -66,8 +66,9 @@ SELECT (r.e->>'user_id')::bigint, r.e->>'kind', r.e->'payload', r.e->>'dedup_key
  ORDER BY r.n
 ON CONFLICT (dedup_key) DO NOTHING
 """
-# `= ANY` finds the rows by primary key; joined to the JSON alone, the planner hashed the
-# whole table for each batch.
+# `= ANY` lets the planner find a batch's rows by primary key once the table has statistics
+# (EXPLAIN, 200 of 10,000 rows: 1.0 ms against 2.4 ms when joined to the JSON alone, which
+# hashed the whole table). A table never analyzed is scanned either way.
 _MARK_DONE = """
 UPDATE inbox SET processed_at = now(), outcome = d.outcome
   FROM jsonb_to_recordset(%s::jsonb) AS d(id bigint, outcome text)

@@ -19,8 +19,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres.peek import glance
 
-# The rows are found by primary key (`= ANY`): joined to the CTE, the planner hashed the
-# whole table to update a batch. The same goes for the reports below.
+# The claimed rows are updated by primary key (`= ANY`): joined to the CTE, the planner hashed
+# the whole table for each batch. Reports below name their rows the same way, which helps
+# once the table has statistics (see _MARK_DONE in bot.py).
 _CLAIM = """
 WITH next AS (
     SELECT o.id FROM outbox o
