@@ -18,6 +18,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -50,6 +51,59 @@ class Stack:
     bot_token: str
     panel_url: str
     panel_password_file: Path | None  # None: the password came from VIDEOCOPIES_CONTROL_PASSWORD
+    keeper: Keeper | None = None
+
+
+class Keeper:
+    """Starts again a role that died (core included), after a pause that grows while it keeps
+    dying: one machine running everything must not go silent because one process fell over."""
+
+    def __init__(
+        self, core: CoreProcess, roles: list[RoleProcess], say: Callable[[str], None], every_s: float = 0.5,
+        first_pause_s: float = 1.0, longest_pause_s: float = 30.0,
+    ) -> None:
+        self._core, self._roles, self._say, self._every_s = core, roles, say, every_s
+        self._first, self._longest = first_pause_s, longest_pause_s
+        self._pause: dict[str, float] = {}
+        self._due: dict[str, float] = {}
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="all-in-one-keeper", daemon=True)
+        self.restarts: dict[str, int] = {}
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(timeout=10)
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(self._every_s):
+            if self._core.process is not None and self._core.process.poll() is not None:
+                self._again("core", self._core.process.returncode, self._core.start)
+            for role in self._roles:
+                if role.restartable and role.process.poll() is not None:
+                    self._again(role.name, role.process.returncode, role.restart, role.tail)
+
+    def _again(self, name: str, code: int | None, start: Callable[[], object], tail: object = ()) -> None:
+        now = time.monotonic()
+        if name not in self._due:
+            pause = self._pause.get(name, self._first / 2) * 2
+            self._pause[name] = min(self._longest, pause)
+            self._due[name] = now + self._pause[name]
+            last = list(tail)[-1:] if tail else []  # type: ignore[call-overload]
+            self._say(f"{name} exited with {code}; starting it again in {self._pause[name]:.0f} s {last}")
+            return
+        if now < self._due[name] or self._stopping.is_set():
+            return
+        del self._due[name]
+        try:
+            start()
+        except Exception as error:  # noqa: BLE001 - tried again after a longer pause
+            self._say(f"{name} did not start again: {error}")
+            return
+        self.restarts[name] = self.restarts.get(name, 0) + 1
+        self._say(f"{name} started again (restart {self.restarts[name]})")
 
 
 def kept_secret(data: Path, env: dict[str, str], variable: str, file: str) -> tuple[str, Path | None]:
@@ -106,23 +160,37 @@ def running(data: Path, env: dict[str, str], say: Callable[[str], None] = print)
             stack.callback(_stop_core, core)
             say(f"core at {core.url} (metrics at {core.url}/metrics)")
             store = data / "objects"
-            roles = [RoleProcess("edge", edge_process(
-                core.url, asyncio.run(_node_token(url, "edge-1", "edge")), bot_token, telegram_url or "",
-                data / "edge", store, local_api=local,
-            ))]
+            edge_token = asyncio.run(_node_token(url, "edge-1", "edge"))
+
+            def edge() -> subprocess.Popen[bytes]:
+                return edge_process(core.url, edge_token, bot_token, telegram_url or "", data / "edge", store,
+                                    local_api=local)
+
+            roles = [RoleProcess("edge", edge(), start=edge)]
             for n in range(1, WORKERS + 1):
                 token = asyncio.run(_node_token(url, f"worker-{n}", "worker"))
-                roles.append(RoleProcess(f"worker-{n}", worker_process(core.url, token, data / f"work-{n}", store)))
+
+                def worker(token: str = token, n: int = n) -> subprocess.Popen[bytes]:
+                    return worker_process(core.url, token, data / f"work-{n}", store)
+
+                roles.append(RoleProcess(f"worker-{n}", worker(), start=worker))
             say(f"edge and {WORKERS} workers started; copies are kept in {store}")
             password, password_file = kept_secret(data, env, "VIDEOCOPIES_CONTROL_PASSWORD", "control-password")
             panel_url = f"http://127.0.0.1:{free_port()}"
-            roles.append(RoleProcess("control", control_process(url, panel_url, password, data / "control", core.url)))
+
+            def control() -> subprocess.Popen[bytes]:
+                return control_process(url, panel_url, password, data / "control", core.url)
+
+            roles.append(RoleProcess("control", control(), start=control))
             wait_until_serving(f"{panel_url}/login", roles[-1])
             where = f"the password is in {password_file}" if password_file else "VIDEOCOPIES_CONTROL_PASSWORD"
             say(f"control panel at {panel_url}/ ({where})")
+            keeper = Keeper(core, roles, say)
+            keeper.start()
             try:
-                yield Stack(url, core.url, store, simulator, bot_token, panel_url, password_file)
+                yield Stack(url, core.url, store, simulator, bot_token, panel_url, password_file, keeper)
             finally:
+                keeper.stop()
                 _stop(roles, say)
 
 

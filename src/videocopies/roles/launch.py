@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -151,19 +152,40 @@ def edge_process(
 
 
 class RoleProcess:
-    """A role started by `launch`, its log drained as it comes so a chatty role never blocks on a full pipe."""
+    """A role started by `launch`, its log drained as it comes so a chatty role never blocks on a full pipe.
+    Given how to start it, `restart` starts it again after it died."""
 
-    def __init__(self, name: str, process: subprocess.Popen[bytes]) -> None:
+    def __init__(
+        self, name: str, process: subprocess.Popen[bytes], start: Callable[[], subprocess.Popen[bytes]] | None = None
+    ) -> None:
         self.name = name
         self.process = process
+        self.restarts = 0
+        self._start = start
         self.tail: collections.deque[str] = collections.deque(maxlen=30)
-        self._reader = threading.Thread(target=self._drain, name=f"demo-{name}-log", daemon=True)
-        self._reader.start()
+        self._reader = self._drained()
 
-    def _drain(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
+    def _drained(self) -> threading.Thread:
+        reader = threading.Thread(target=self._drain, args=(self.process,), name=f"demo-{self.name}-log", daemon=True)
+        reader.start()
+        return reader
+
+    def _drain(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
             self.tail.append(line.decode(errors="replace").rstrip())
+
+    @property
+    def restartable(self) -> bool:
+        return self._start is not None
+
+    def restart(self) -> None:
+        """Start the role again (it has exited)."""
+        assert self._start is not None and self.process.poll() is not None
+        self._reader.join(timeout=5)
+        self.process = self._start()
+        self.restarts += 1
+        self._reader = self._drained()
 
     def terminate(self) -> None:
         if self.process.poll() is None:
