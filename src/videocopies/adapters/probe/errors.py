@@ -26,6 +26,21 @@ class InvalidMedia(MediaRejected):
 
 
 @attrs.define
+class SourceTooBig(InvalidMedia):
+    """More bytes than the limit: refused before the file is opened."""
+
+
+@attrs.define
+class SourceTooLong(InvalidMedia):
+    """Lasts longer than the limit, by its header or by its packets' timestamps."""
+
+
+@attrs.define
+class FrameTooLarge(InvalidMedia):
+    """A side, or the pixels a second (width × height × frame rate), over the limit."""
+
+
+@attrs.define
 class CorruptMedia(MediaRejected):
     """The container opens, but the data is cut short or does not decode."""
 

@@ -22,6 +22,8 @@ from videocopies.adapters.probe.errors import (
     MediaRejected,
     NotAVideo,
     ProbeTimedOut,
+    SourceTooBig,
+    SourceTooLong,
 )
 from videocopies.adapters.probe.media import MediaInfo
 from videocopies.adapters.probe.rules import (
@@ -30,12 +32,23 @@ from videocopies.adapters.probe.rules import (
     check_copy,
     check_dimensions,
     check_length,
+    check_pixel_rate,
     check_timing,
 )
 from videocopies.application.ports import ProbeResult
 
 # Demuxers that read one picture; everything else must prove it has two frames or more.
 _IMAGE_DEMUXERS = ("image2", "image2pipe")
+# The only demuxers FFmpeg may pick, and the only protocol it may read through: playlists
+# (hls, dash, concat, sdp, ...) would make it open other files or the network on our behalf.
+# Still images and plain audio are let in only to be refused by name.
+_VIDEO_DEMUXERS = (
+    "mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "avi", "flv", "mpegts", "mpeg", "asf", "ogg", "nut", "mxf", "dv",
+    "ivf", "obu", "h264", "hevc", "m4v", "mpegvideo", "gif", "yuv4mpegpipe",
+)
+_STILLS = sorted(f for f in av.formats_available if f.endswith("_pipe"))
+_NAMED_REFUSALS = ("mp3", "aac", "wav", "flac", *_IMAGE_DEMUXERS, *_STILLS)
+SAFE_OPEN = {"format_whitelist": ",".join((*_VIDEO_DEMUXERS, *_NAMED_REFUSALS)), "protocol_whitelist": "file"}
 S = TypeVar("S", bound=av.stream.Stream)
 
 
@@ -94,8 +107,8 @@ class PyAvProber:
         if size == 0:
             raise NotAVideo("empty file")
         if self._limits.max_bytes is not None and size > self._limits.max_bytes:
-            raise InvalidMedia(f"{size} bytes, over the {self._limits.max_bytes}-byte limit")
-        with _open(path, self._budget_s) as container:
+            raise SourceTooBig(f"{size} bytes, over the {self._limits.max_bytes}-byte limit")
+        with open_media(path, self._budget_s) as container:
             return self._inspect(container, size, full_decode, lambda: cancelled() or self._clock() > deadline)
 
     def _inspect(
@@ -103,20 +116,21 @@ class PyAvProber:
     ) -> MediaInfo:
         if container.format.name in _IMAGE_DEMUXERS or container.format.name.endswith("_pipe"):
             raise NotAVideo(f"a still image ({container.format.name}), not a video")
-        video = _first(container.streams.video)
-        audio = _first(container.streams.audio)
+        video = first(container.streams.video)
+        audio = first(container.streams.audio)
         if video is None:
             raise NotAVideo("audio only: no video stream" if audio else "no video stream")
         codec = video.codec_context
         check_dimensions(codec.width, codec.height, self._limits)
-        _check_not_cut(container, size)
-        header_s = _header_duration(container, video)
+        check_not_cut(container, size)
+        header_s = header_duration(container, video)
         check_length(header_s, self._limits)
         header_frames = video.frames
-        fps = float(video.average_rate or video.guessed_rate or video.base_rate or 0)
+        fps = frame_rate(video)
+        check_pixel_rate(codec.width, codec.height, fps, self._limits)
         decode_all = full_decode or header_s is None  # no duration in the header: count it
         video.thread_type = self._thread_type
-        scan = _scan(container, video, audio if decode_all else None, decode_all, expired)
+        scan = _scan(container, video, audio if decode_all else None, decode_all, expired, self._limits.max_seconds)
         if decode_all:
             _check_complete(scan, header_frames, header_s)
             frames = scan.frames
@@ -146,9 +160,15 @@ class PyAvProber:
         )
 
 
-def _open(path: Path, budget_s: float) -> InputContainer:
+def frame_rate(video: av.VideoStream) -> float:
+    """Frames a second as the header gives them; 0 when it does not."""
+    return float(video.average_rate or video.guessed_rate or video.base_rate or 0)
+
+
+def open_media(path: Path, budget_s: float) -> InputContainer:
+    """Open a local file for reading, through the file protocol and known demuxers only."""
     try:
-        return av.open(str(path), timeout=(budget_s, None))
+        return av.open(str(path), timeout=(budget_s, None), container_options=SAFE_OPEN)
     except av.ExitError as e:  # the open timeout interrupted FFmpeg
         raise ProbeTimedOut("opening ran past its time budget") from e
     except av.FFmpegError as e:
@@ -159,12 +179,12 @@ def _open(path: Path, budget_s: float) -> InputContainer:
         raise NotAVideo("not a media file FFmpeg recognises") from e
 
 
-def _first(streams: tuple[S, ...]) -> S | None:
+def first(streams: tuple[S, ...]) -> S | None:
     # Cover art travels as a one-picture video stream; it is not the video.
     return next((s for s in streams if not s.disposition & Disposition.attached_pic), None)
 
 
-def _header_duration(container: InputContainer, video: av.VideoStream) -> float | None:
+def header_duration(container: InputContainer, video: av.VideoStream) -> float | None:
     if video.duration and video.time_base:
         return float(video.duration * video.time_base)
     if container.duration:
@@ -172,7 +192,7 @@ def _header_duration(container: InputContainer, video: av.VideoStream) -> float 
     return None
 
 
-def _check_not_cut(container: InputContainer, size: int) -> None:
+def check_not_cut(container: InputContainer, size: int) -> None:
     """The demuxer's index says where each packet lies; an index reaching past the end of the
     file means the data was cut short (an MP4 with its moov first, then a partial mdat)."""
     for stream in container.streams:
@@ -187,8 +207,10 @@ def _scan(
     audio: av.AudioStream | None,
     decode_all: bool,
     expired: Callable[[], bool],
+    max_s: float | None = None,
 ) -> _Scan:
-    """Decode until the first picture (for its rotation), or every packet when `decode_all`."""
+    """Decode until the first picture (for its rotation), or every packet when `decode_all`;
+    stop as soon as the decoded span runs past `max_s`."""
     frames, rotation = 0, None
     start: Fraction | None = None
     end: Fraction | None = None
@@ -210,6 +232,8 @@ def _scan(
                     start = at if start is None else min(start, at)
                     stop = at + (frame.duration or 0) * frame.time_base
                     end = stop if end is None else max(end, stop)
+                    if max_s is not None and end - start > max_s:
+                        raise SourceTooLong(f"longer than the {max_s:.0f} s limit (over {float(end - start):.0f} s)")
             if rotation is not None and not decode_all:
                 break
     except av.FFmpegError as e:

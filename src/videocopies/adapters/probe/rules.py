@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import attrs
 
-from videocopies.adapters.probe.errors import CopyRejected, InvalidMedia, NotAVideo
+from videocopies.adapters.probe.errors import (
+    CopyRejected,
+    FrameTooLarge,
+    InvalidMedia,
+    NotAVideo,
+    SourceTooLong,
+)
 from videocopies.application.ports import ProbeResult
+from videocopies.telegram_limits import MediaLimits
 
 
 @attrs.frozen
@@ -16,12 +23,28 @@ class Limits:
     max_side: int = 4096
     max_bytes: int | None = None
     max_seconds: float | None = None
+    max_pixel_rate: float | None = None
+
+    @classmethod
+    def of(cls, media: MediaLimits) -> Limits:
+        """The service's limits for a source (edge's and the worker's checks are the same)."""
+        return cls(media.min_side, media.max_side, media.max_bytes, media.max_seconds, media.max_pixel_rate)
 
 
 def check_length(duration_s: float | None, limits: Limits) -> None:
     """Refused from the header, before hours of video are decoded to find out."""
     if duration_s is not None and limits.max_seconds is not None and duration_s > limits.max_seconds:
-        raise InvalidMedia(f"{duration_s:.0f} s long, longer than the {limits.max_seconds:.0f} s limit")
+        raise SourceTooLong(f"{duration_s:.0f} s long, longer than the {limits.max_seconds:.0f} s limit")
+
+
+def check_pixel_rate(width: int, height: int, fps: float, limits: Limits) -> None:
+    """The work a second of video costs; a frame rate the header does not give (0) is not judged."""
+    rate = width * height * fps
+    if limits.max_pixel_rate is not None and rate > limits.max_pixel_rate:
+        raise FrameTooLarge(
+            f"{width}×{height} at {fps:g} frames a second: {rate / 1e6:.0f} million pixels a second, "
+            f"over the {limits.max_pixel_rate / 1e6:.0f} million limit"
+        )
 
 
 @attrs.frozen
@@ -36,9 +59,8 @@ class CopyTolerance:
 
 def check_dimensions(width: int, height: int, limits: Limits) -> None:
     if not (limits.min_side <= width <= limits.max_side and limits.min_side <= height <= limits.max_side):
-        raise InvalidMedia(
-            f"absurd dimensions {width}×{height}: each side must be {limits.min_side}–{limits.max_side} px"
-        )
+        too = FrameTooLarge if min(width, height) >= limits.min_side else InvalidMedia
+        raise too(f"absurd dimensions {width}×{height}: each side must be {limits.min_side}–{limits.max_side} px")
 
 
 def check_timing(duration_s: float | None, frames: int) -> float:
