@@ -1,7 +1,7 @@
 """FFmpeg adapter: effects plans rendered to arguments (pure) and run as a watched child process."""
 
 from videocopies.adapters.ffmpeg.binary import FfmpegNotFound, ffmpeg_binary
-from videocopies.adapters.ffmpeg.render import SourceInfo, ffmpeg_args, output_size, timeout_for
+from videocopies.adapters.ffmpeg.render import SourceInfo, ffmpeg_args, output_size, timeout_for, video_bitrate_cap
 from videocopies.adapters.ffmpeg.transcoder import (
     FfmpegTranscoder,
     TranscodeFailed,
@@ -12,5 +12,5 @@ from videocopies.adapters.ffmpeg.transcoder import (
 
 __all__ = [
     "FfmpegNotFound", "FfmpegTranscoder", "SourceInfo", "TranscodeFailed", "TranscodeStalled",
-    "TranscodeTimeout", "ffmpeg_args", "ffmpeg_binary", "output_size", "probe", "timeout_for",
+    "TranscodeTimeout", "ffmpeg_args", "ffmpeg_binary", "output_size", "probe", "timeout_for", "video_bitrate_cap",
 ]

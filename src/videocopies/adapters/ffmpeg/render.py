@@ -17,6 +17,13 @@ PRESET = "veryfast"
 DROP_SEI = "filter_units=remove_types=6"
 TIMEOUT_BASE_S = 60.0
 TIMEOUT_PER_OUTPUT_S = 10.0
+# A capped copy aims at this share of the send limit: AAC and the MP4 boxes are estimated,
+# and x264 may overshoot its rate a little where it cannot do otherwise.
+SIZE_TARGET_SHARE = 0.9
+AUDIO_BITS_PER_S = 136_000  # 128k AAC and its ADTS-free framing, rounded up
+CONTAINER_SHARE = 0.02
+VBV_BUFFER_S = 1.0
+MIN_VIDEO_BITS_PER_S = 16_000
 
 
 def _positive(_info: object, attribute: attrs.Attribute, value: float) -> None:
@@ -42,6 +49,15 @@ def output_size(source: SourceInfo) -> tuple[int, int]:
 
 def output_duration(plan: EffectsPlan, source: SourceInfo) -> float:
     return source.duration_s / plan.speed
+
+
+def video_bitrate_cap(max_bytes: int, duration_s: float, has_audio: bool) -> int:
+    """Video bits a second that keep a copy of `duration_s` within SIZE_TARGET_SHARE of
+    `max_bytes`. With x264's buffer of VBV_BUFFER_S, no stretch of the video holds more than
+    the rate × (its length + the buffer), so the whole copy cannot either."""
+    bits = max_bytes * 8 * SIZE_TARGET_SHARE * (1 - CONTAINER_SHARE)
+    bits -= AUDIO_BITS_PER_S * duration_s if has_audio else 0
+    return max(MIN_VIDEO_BITS_PER_S, int(bits / (duration_s + VBV_BUFFER_S)))
 
 
 def timeout_for(duration_s: float, speed: float) -> float:
@@ -93,10 +109,12 @@ def ffmpeg_args(
     *,
     threads: int | None = None,
     source_frames: Path | None = None,
+    max_bytes: int | None = None,
 ) -> list[str]:
     """The full argument list after the binary: one pass, libx264 + AAC, progress on stdout.
     With `source_frames`, the source's frames at the quality gate's moments are also written
-    there (small, gray, NUT with their times): the render decodes them anyway."""
+    there (small, gray, NUT with their times): the render decodes them anyway. With
+    `max_bytes`, the quality setting is kept but the video rate is capped to fit the copy in it."""
     args = ["-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1", "-nostats"]
     args += ["-i", str(source_path)]
     if source_frames is None:
@@ -115,6 +133,9 @@ def ffmpeg_args(
         args += ["-an"]
     args += ["-sn", "-dn"]
     args += ["-c:v", "libx264", "-preset", PRESET, "-crf", str(plan.crf), "-pix_fmt", "yuv420p"]
+    if max_bytes is not None:
+        rate = video_bitrate_cap(max_bytes, output_duration(plan, source), source.has_audio)
+        args += ["-maxrate", str(rate), "-bufsize", str(int(rate * VBV_BUFFER_S))]
     if source.has_audio:
         args += ["-c:a", "aac", "-b:a", AUDIO_BITRATE, "-ar", str(AUDIO_RATE)]
     if plan.strip_metadata:

@@ -45,7 +45,9 @@ class TranscodeStalled(TranscodeFailed):
 
 
 class FfmpegTranscoder:
-    """Renders one copy per call; the target exists afterwards only if the render succeeded."""
+    """Renders one copy per call; the target exists afterwards only if the render succeeded.
+    With `max_copy_bytes` (what the Bot API server accepts in one upload), every copy is
+    encoded to fit in it; the caller still checks, since an encoder's cap is an aim."""
 
     def __init__(
         self,
@@ -55,8 +57,10 @@ class FfmpegTranscoder:
         stall_s: float = 30.0,
         grace_s: float = 5.0,
         timeout: Callable[[float, float], float] = timeout_for,
+        max_copy_bytes: int | None = None,
     ) -> None:
         self._binary = binary or ffmpeg_binary()
+        self._max_copy_bytes = max_copy_bytes
         self._threads = threads
         self._stall_s = stall_s
         self._grace_s = grace_s
@@ -76,7 +80,10 @@ class FfmpegTranscoder:
         with `source_frames`, keep the source's frames the quality gate compares with there too."""
         try:
             info = info or await asyncio.to_thread(probe, source)
-            args = ffmpeg_args(plan, info, source, target, threads=self._threads, source_frames=source_frames)
+            args = ffmpeg_args(
+                plan, info, source, target, threads=self._threads, source_frames=source_frames,
+                max_bytes=self._max_copy_bytes,
+            )
             limit = self._timeout(info.duration_s, plan.speed)
             await self._run(args, output_duration(plan, info), limit, on_progress or (lambda _: None))
         except BaseException:
