@@ -1,19 +1,27 @@
-"""Edge's inspection of a downloaded source on real files made with FFmpeg: the limits apply
-to what the file holds, whatever Telegram said about it, and no file can make the inspection
-open anything else, run past its budget or fail with anything but a refusal."""
+"""Source limits on real files made with FFmpeg. Edge's inspection applies them to what the
+file holds, whatever Telegram said about it, and no file can make it open anything else,
+run past its budget or fail with anything but a refusal; the worker applies them again and
+fails a job over them for good, refunded."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from dependency_injector import providers
 
 from hostile import BAD, make_bad
 from media import make_clip
+from videocopies.adapters.ffmpeg import FfmpegTranscoder
 from videocopies.adapters.ffmpeg.binary import ffmpeg_binary
+from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk, StoreJobFiles
+from videocopies.adapters.memory import ManualClock
+from videocopies.adapters.objectstore import FilesystemObjectStore
 from videocopies.adapters.probe import (
     FrameTooLarge,
     Limits,
@@ -23,6 +31,14 @@ from videocopies.adapters.probe import (
     inspect_source,
 )
 from videocopies.adapters.probe.source import inspect_source_blocking
+from videocopies.application import use_cases as uc
+from videocopies.application.worker import Worker, WorkerSettings
+from videocopies.domain.coins import LotKind
+from videocopies.domain.jobs import JobState
+from videocopies.domain.orders import OrderState
+from videocopies.domain.shared import UserId, WorkerId
+from videocopies.roles.containers import InMemoryService
+from videocopies.settings import Settings
 from videocopies.telegram_limits import MIB, BotApiServer, MediaLimits
 
 CLOUD = MediaLimits.from_env({})
@@ -182,3 +198,44 @@ async def test_the_workers_prober_applies_the_same_limits(files: dict[str, Path]
 
     assert refused.value.permanent
     assert (await prober.probe(files["clip"], full_decode=False)).duration_s == pytest.approx(3.0, abs=0.1)
+
+
+class CountingTranscoder(FfmpegTranscoder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.renders = 0
+
+    async def render(self, *args: Any, **kwargs: Any) -> None:
+        self.renders += 1
+        await super().render(*args, **kwargs)
+
+
+async def test_a_job_whose_source_lasts_thirty_minutes_fails_finally_and_refunds(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    service = InMemoryService(settings=Settings(quote_secret=b"limits"))
+    clock = ManualClock(datetime.now(UTC))
+    service.gateways.clock.override(providers.Object(clock))
+    cases, store = service.use_cases, FilesystemObjectStore(tmp_path / "objects")
+    await store.put_file("sources/1/long.mp4", files["half_hour"])
+    await cases.grant_coins()(uc.GrantCoinsCommand(UserId(1), LotKind.START, 50, timedelta(days=1)))
+    size = files["half_hour"].stat().st_size
+    quote = await cases.quote_order()(uc.QuoteOrderCommand(UserId(1), "sources/1/long.mp4", 5, size))
+    order_id = await cases.confirm_order()(uc.ConfirmOrderCommand(UserId(1), quote.quote_id, quote.token))
+    transcoder, work = CountingTranscoder(), tmp_path / "work"
+    worker = Worker(
+        InProcessJobLeases(cases, WorkerId("w")), StoreJobFiles(store), transcoder, PyAvProber(), LocalDisk(),
+        WorkerSettings(WorkerId("w"), work), source_prober=PyAvProber.for_sources(MediaLimits.from_env({})),
+    )
+
+    assert await worker.run_once()
+
+    memory = service.gateways.store()
+    job = next(iter(memory.jobs.values()))
+    assert (job.state, job.attempts) == (JobState.FAILED, 1)  # final: not queued for another worker
+    assert "longer than the 180 s limit" in (job.last_error or "")
+    assert memory.orders[order_id].state is OrderState.FAILED
+    balance = memory.accounts[UserId(1)].balance(clock.now())
+    assert (balance.available, balance.reserved, balance.debited) == (50, 0, 0)
+    assert transcoder.renders == 0
+    assert [p for p in work.rglob("*") if p.is_file()] == []

@@ -78,6 +78,19 @@ class CopyRejected(Exception):
 
 
 @attrs.define
+class CopyTooLarge(Exception):
+    """A rendered copy over what the Bot API server accepts in one upload: it is not stored
+    and not sent, and it is settled like a copy that could not be made (never charged)."""
+
+    index: int
+    size: int
+    limit: int
+
+    def __str__(self) -> str:
+        return f"copy {self.index + 1} is {self.size} bytes, over the {self.limit}-byte send limit"
+
+
+@attrs.define
 class BadSource(Exception):
     """The source cannot be made into copies at all; retrying elsewhere will not help."""
 
@@ -103,6 +116,7 @@ class WorkerSettings:
     copy_to_source: float = 2.2
     margin: float = 1.5
     duration_tolerance_s: float = 0.25
+    max_copy_bytes: int | None = None  # the largest copy the Bot API server takes (upload_bytes)
 
 
 def disk_needed(source_bytes: int, copies: int, settings: WorkerSettings) -> int:
@@ -146,9 +160,13 @@ class Worker:
         settings: WorkerSettings,
         inspector: CopyInspector | None = None,
         thresholds: QualityThresholds | None = None,
+        source_prober: Prober | None = None,
     ) -> None:
+        """`prober` verifies copies; `source_prober` (by default the same) refuses a source
+        over the service's limits, which a copy need not meet (a slowed copy lasts longer)."""
         self._leases, self._files, self._transcoder = leases, files, transcoder
         self._prober, self._disk, self._settings = prober, disk, settings
+        self._source_prober = source_prober or prober
         self._inspector, self._thresholds = inspector, thresholds or QualityThresholds()
         self._stopping = asyncio.Event()
         self.busy = False  # holding a job: a stop must wait for it to be given back
@@ -261,7 +279,7 @@ class Worker:
         if (free := self._disk.free_bytes(workdir)) < needed:
             raise NotEnoughDisk(needed, free)
         try:
-            original = await self._prober.probe(source, full_decode=False)
+            original = await self._source_prober.probe(source, full_decode=False)
         except UnusableMedia as refused:
             if refused.permanent:
                 raise BadSource(refused.reason) from refused
@@ -269,7 +287,12 @@ class Worker:
         fingerprints: dict[int, tuple[int, ...]] = {}
         for index, plan in job.remaining:
             target = workdir / f"copy-{index}.mp4"
-            made, quality = await self._make(job, source, target, original, plan, fingerprints, index)
+            try:
+                made, quality = await self._make(job, source, target, original, plan, fingerprints, index)
+            except CopyTooLarge as large:
+                log.warning("job %s: %s; given up", job.job_id, large)
+                await self._leases.give_up_copy(job.job_id, job.token, index, "too_large", None)
+                continue
             if made is None:
                 assert quality is not None
                 reason = ",".join(s.value for s in self._thresholds.shortfalls(quality))
@@ -305,6 +328,7 @@ class Worker:
                 await self._transcoder.render(used, source, target, source_frames=kept)
             else:
                 await self._transcoder.render(used, source, target)
+            self._check_fits(target, index)
             if self._inspector is None:
                 made = await self._prober.probe(target, full_decode=True)
                 check_copy(original, made, used, index, self._settings.duration_tolerance_s)
@@ -328,6 +352,12 @@ class Worker:
                      quality)
             target.unlink(missing_ok=True)
         return None, quality
+
+    def _check_fits(self, target: Path, index: int) -> None:
+        limit = self._settings.max_copy_bytes
+        if limit is not None and (size := target.stat().st_size) > limit:
+            target.unlink()
+            raise CopyTooLarge(index, size, limit)
 
 
 async def _not_abandoned(operation: Any) -> Any:

@@ -4,8 +4,9 @@ The worker holds no database credentials and loads no SQL driver: it talks to co
 API with its own node token. Configuration comes from the environment:
 VIDEOCOPIES_CORE_URL, VIDEOCOPIES_NODE_TOKEN (or VIDEOCOPIES_NODE_TOKEN_FILE),
 VIDEOCOPIES_WORK_DIR, and VIDEOCOPIES_STORE_DIR when it shares core's local storage (else
-every object goes through URLs core signs for that job). SIGTERM gives the job in hand
-back and exits.
+every object goes through URLs core signs for that job). Sources are held to the media
+limits edge applies (MediaLimits.from_env) and copies made to fit the Bot API server's
+upload limit. SIGTERM gives the job in hand back and exits.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ from videocopies.adapters.http.client import (
 )
 from videocopies.adapters.inprocess import LocalDisk, StoreJobFiles
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
+from videocopies.adapters.probe import PyAvProber
 from videocopies.adapters.quality import PyAvCopyInspector
 from videocopies.application.worker import JobFiles, Worker, WorkerSettings
 from videocopies.domain.shared import WorkerId
 from videocopies.settings import quality_thresholds
+from videocopies.telegram_limits import MediaLimits
 
 log = logging.getLogger("videocopies.worker")
 
@@ -55,13 +58,16 @@ async def serve(env: dict[str, str]) -> int:
             print(f"videocopies worker: {refused}", file=sys.stderr)
             return 2
         lease_ttl_s = float(env.get("VIDEOCOPIES_LEASE_TTL_S", "30"))
+        limits = MediaLimits.from_env(env)
         settings = WorkerSettings(
-            WorkerId(me["name"]), Path(env.get("VIDEOCOPIES_WORK_DIR", "var/work")), renew_every_s=lease_ttl_s / 3
+            WorkerId(me["name"]), Path(env.get("VIDEOCOPIES_WORK_DIR", "var/work")), renew_every_s=lease_ttl_s / 3,
+            max_copy_bytes=limits.upload_bytes,
         )
         leases = HttpJobLeases(core, wait_s=float(env.get("VIDEOCOPIES_CLAIM_WAIT_S", "20")))
         worker = Worker(
-            leases, job_files(env, core), FfmpegTranscoder(), FfmpegDecodingProber(), LocalDisk(), settings,
-            inspector=PyAvCopyInspector(), thresholds=quality_thresholds(env),
+            leases, job_files(env, core), FfmpegTranscoder(max_copy_bytes=limits.upload_bytes), FfmpegDecodingProber(),
+            LocalDisk(), settings, inspector=PyAvCopyInspector(), thresholds=quality_thresholds(env),
+            source_prober=PyAvProber.for_sources(limits),
         )
         if removed := worker.remove_orphans():
             log.info("removed %d leftovers of an earlier run", removed)

@@ -36,6 +36,7 @@ from videocopies.adapters.probe.rules import (
     check_timing,
 )
 from videocopies.application.ports import ProbeResult
+from videocopies.telegram_limits import MediaLimits
 
 # Demuxers that read one picture; everything else must prove it has two frames or more.
 _IMAGE_DEMUXERS = ("image2", "image2pipe")
@@ -77,6 +78,11 @@ class PyAvProber:
         self._clock = clock
         self._limits = limits or Limits()
         self._tolerance = tolerance or CopyTolerance()
+
+    @classmethod
+    def for_sources(cls, limits: MediaLimits, budget_s: float = 60.0) -> PyAvProber:
+        """A source's prober for the worker: the limits edge applied before the quote, again."""
+        return cls(budget_s=budget_s, limits=Limits.of(limits), thread_type="SLICE")
 
     async def probe(self, path: Path, full_decode: bool = True, keep_frames: Path | None = None) -> MediaInfo:
         """`keep_frames` is not honoured here (nothing is written): a quality gate then decodes
