@@ -15,6 +15,10 @@ CLOUD_UPLOAD_BYTES = 50 * MIB
 LOCAL_BYTES = 2000 * MIB
 DEFAULT_MAX_SECONDS = 180.0
 DEFAULT_MAX_PIXEL_RATE = 1920 * 1080 * 60
+# Edge, core and every worker must read the same values: a launcher passes these through.
+ENV_NAMES = (
+    "VIDEOCOPIES_TELEGRAM_LOCAL", "VIDEOCOPIES_MAX_VIDEO_MB", "VIDEOCOPIES_MAX_VIDEO_S", "VIDEOCOPIES_MAX_PIXEL_RATE",
+)
 
 
 @attrs.frozen
@@ -86,6 +90,11 @@ class MediaLimits:
                 env.get("VIDEOCOPIES_MAX_PIXEL_RATE") or DEFAULT_MAX_PIXEL_RATE, "VIDEOCOPIES_MAX_PIXEL_RATE"
             ),
         )
+
+
+def limits_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables of `env` that set the media limits, to give a role started from it."""
+    return {name: env[name] for name in ENV_NAMES if name in env}
 
 
 def _positive(value: str | float, name: str) -> float:

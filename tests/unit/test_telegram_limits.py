@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from videocopies.telegram_limits import MIB, BotApiServer, MediaLimits
+from videocopies.telegram_limits import MIB, BotApiServer, MediaLimits, limits_env
 
 
 def test_telegrams_cloud_server_fetches_20_mib_and_sends_50() -> None:
@@ -43,3 +43,12 @@ def test_duration_and_pixel_rate_are_set_from_the_environment() -> None:
 def test_a_limit_that_is_not_a_positive_number_stops_the_role_with_its_name(name: str, value: str) -> None:
     with pytest.raises(SystemExit, match=name):
         MediaLimits.from_env({name: value})
+
+
+def test_a_launcher_passes_on_exactly_the_variables_that_set_the_limits() -> None:
+    env = {"VIDEOCOPIES_TELEGRAM_LOCAL": "1", "VIDEOCOPIES_MAX_VIDEO_S": "60", "VIDEOCOPIES_DATABASE_URL": "x"}
+
+    passed = limits_env(env)
+
+    assert passed == {"VIDEOCOPIES_TELEGRAM_LOCAL": "1", "VIDEOCOPIES_MAX_VIDEO_S": "60"}
+    assert MediaLimits.from_env(passed) == MediaLimits.from_env(env)
