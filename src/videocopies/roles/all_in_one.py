@@ -171,7 +171,8 @@ def running(data: Path, env: dict[str, str], say: Callable[[str], None] = print)
                 token = asyncio.run(_node_token(url, f"worker-{n}", "worker"))
 
                 def worker(token: str = token, n: int = n) -> subprocess.Popen[bytes]:
-                    return worker_process(core.url, token, data / f"work-{n}", store)
+                    return worker_process(core.url, token, data / f"work-{n}", store,
+                                      VIDEOCOPIES_TELEGRAM_LOCAL="1" if local else "0")
 
                 roles.append(RoleProcess(f"worker-{n}", worker(), start=worker))
             say(f"edge and {WORKERS} workers started; copies are kept in {store}")

@@ -23,6 +23,7 @@ from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.system import SystemClock
 from videocopies.application.nodes import IssueNodeToken
+from videocopies.telegram_limits import limits_env
 
 
 async def issue_token_async(url: str, name: str, role: str = "worker") -> str:
@@ -123,6 +124,7 @@ def worker_process(
         key: value for key, value in os.environ.items()
         if not key.startswith(("VIDEOCOPIES_", "PG")) and "DATABASE" not in key
     }
+    environment.update(limits_env(os.environ))  # the same media limits as edge and core
     environment.update(
         {"VIDEOCOPIES_CORE_URL": core_url, "VIDEOCOPIES_NODE_TOKEN": token, "VIDEOCOPIES_WORK_DIR": str(work_dir)}
     )
@@ -139,6 +141,7 @@ def edge_process(
 ) -> subprocess.Popen[bytes]:
     """An edge with no database in its environment: core's URL, its token, and the bot's."""
     environment = {key: value for key, value in os.environ.items() if not key.startswith("VIDEOCOPIES_")}
+    environment.update(limits_env(os.environ))
     environment.update({
         "VIDEOCOPIES_CORE_URL": core_url, "VIDEOCOPIES_NODE_TOKEN": token, "VIDEOCOPIES_BOT_TOKEN": bot_token,
         "VIDEOCOPIES_TELEGRAM_URL": telegram_url, "VIDEOCOPIES_WORK_DIR": str(work_dir),
