@@ -4,7 +4,9 @@ Configuration comes from the environment (or the command line): VIDEOCOPIES_DATA
 (may point at PgBouncer), VIDEOCOPIES_LISTEN_URL (straight to PostgreSQL, for LISTEN),
 VIDEOCOPIES_DATABASE_DIRECT=1 (no pooler in between), VIDEOCOPIES_CORE_HOST / _PORT, and
 the storage the Job API signs URLs for: VIDEOCOPIES_S3_* (or none, when workers reach a
-shared VIDEOCOPIES_STORE_DIR themselves).
+shared VIDEOCOPIES_STORE_DIR themselves). The media limits the bot refuses videos by follow
+the Bot API server in use (see `telegram_limits`); VIDEOCOPIES_OUTBOX_MAX_ATTEMPTS (8) bounds
+the claims of one outbox message before it is given up.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import attrs
 import psycopg
 import uvicorn
 import uvloop
+from dependency_injector import providers
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
@@ -35,6 +39,7 @@ from videocopies.adapters.postgres.nodes import CHANNEL as NODES_CHANNEL
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
 from videocopies.adapters.postgres.peek import PostgresQueuePeek
+from videocopies.application import use_cases as uc
 from videocopies.application.bot.inbox import InboxProcessor
 from videocopies.application.claims import ClaimWaiters
 from videocopies.application.duties import HoldDuty
@@ -44,6 +49,7 @@ from videocopies.roles import heap
 from videocopies.roles.containers import PostgresService
 from videocopies.roles.stray_copies import keep_removing
 from videocopies.settings import Settings
+from videocopies.telegram_limits import MediaLimits
 
 log = logging.getLogger("videocopies.core")
 INBOX_CHANNEL = "videocopies_inbox"
@@ -148,6 +154,7 @@ class Core:
         claim_concurrency: int = 2,
         inbox_workers: int = 4,
         payment_bot: Any = None,
+        outbox_max_attempts: int = 8,
     ) -> None:
         """`payment_bot`: the aiogram Bot behind the payment provider, scheduled for
         reconciliation and closed on stop (None: no provider, nothing scheduled)."""
@@ -174,12 +181,18 @@ class Core:
             gateways.inbox(), container.bot.conversation(), gateways.clock(), replies_queued=self.outbox_news.queued
         )
         self._inbox_workers = inbox_workers
+        give_up_messages = uc.GiveUpMessages(self.outbox, cases.give_up_delivery())
         self.edge = EdgeApiServices(
             inbox=gateways.inbox(), inbox_added=self._inbox_added, outbox=self.outbox, news=self.outbox_news,
             languages=gateways.bot_users().languages, record_delivery=cases.record_delivery(),
             give_up_delivery=cases.give_up_delivery(), store=store,
             clock=gateways.clock(), metrics=self.metrics, packages=container.settings().packages,
             hold_duty=HoldDuty(PostgresDutyLeases(self.pool), gateways.clock(), container.settings().duty_ttl),
+            give_up_messages=give_up_messages,
+            stop_serving=uc.StopServingUser(
+                gateways.bot_users(), self.outbox, cases.cancel_order(), give_up_messages, gateways.clock()
+            ),
+            max_attempts=outbox_max_attempts, keep_unreadable=gateways.inbox().keep_unreadable,
         )
         self.control = ControlApiServices(
             grant_coins=cases.grant_coins(), refund_payment=cases.refund_payment(),
@@ -275,6 +288,7 @@ class Core:
             "code_level": migrate.CODE_LEVEL,
             "accepts_code_levels": [self.schema.min_code_level, self.schema.max_code_level] if self.schema else None,
             "active_leases": leases,
+            "edges": self.metrics.edges,  # each edge node's own counters, as it last reported them
         }
 
     @contextlib.asynccontextmanager
@@ -352,8 +366,14 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
     from videocopies.roles.payments import attach_provider
 
     bot = attach_provider(container, env)
+    limits = MediaLimits.from_env(env)
+    container.bot.bot_settings.override(providers.Object(attrs.evolve(
+        container.bot.bot_settings(), max_video_bytes=limits.max_bytes, max_video_seconds=limits.max_seconds,
+        max_pixel_rate=limits.max_pixel_rate,
+    )))
     core = Core(container, object_store_from_env(env), schema, lease_sweep_s=sweep_s, payment_bot=bot,
-                tidy_s=float(env.get("VIDEOCOPIES_TIDY_S", "60")))
+                tidy_s=float(env.get("VIDEOCOPIES_TIDY_S", "60")),
+                outbox_max_attempts=int(env.get("VIDEOCOPIES_OUTBOX_MAX_ATTEMPTS", "8")))
     host = host or env.get("VIDEOCOPIES_CORE_HOST", "127.0.0.1")
     port = port or int(env.get("VIDEOCOPIES_CORE_PORT", "8700"))
     log.info("core serving on %s:%d", host, port)

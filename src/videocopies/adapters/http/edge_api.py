@@ -16,22 +16,31 @@ from typing import Annotated, Any, Literal
 
 import attrs
 from fastapi import Depends, FastAPI, Path, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints, TypeAdapter, ValidationError
 
 from videocopies.adapters.http.api import IDENTIFIER, MAX_BYTES, NO_NUL, SignedUrl, _Body, _Forbidden, _signed
 from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.events import BotUser, InboxEvent, PaidInvoice, StoredVideo, language_of
+from videocopies.application.bot.events import (
+    REASON_CHARS,
+    UNREADABLE,
+    BotUser,
+    InboxEvent,
+    PaidInvoice,
+    StoredVideo,
+    language_of,
+)
 from videocopies.application.bot.inbox import Inbox
 from videocopies.application.bot.screens import render, text
 from videocopies.application.duties import HoldDuty
 from videocopies.application.errors import NotFound
 from videocopies.application.nodes import Node
-from videocopies.application.ports import Clock, ObjectStore
+from videocopies.application.ports import Clock, ObjectStore, OutboxMessage
+from videocopies.application.use_cases.undeliverable import UNREACHABLE, QueuedMessage, copy_of
 from videocopies.domain.duties import POLL_TELEGRAM
 from videocopies.domain.payments import DEFAULT_PACKAGES, OfferWithdrawn, PackageCatalog
-from videocopies.domain.shared import OrderId, UserId
+from videocopies.domain.shared import UserId
 
 SOURCE_KEY = r"^sources/[0-9]+/[A-Za-z0-9._-]+$"
 
@@ -79,6 +88,14 @@ class EdgeApiServices:
     metrics: CoreMetrics = attrs.field(factory=CoreMetrics)
     hold_duty: HoldDuty | None = None  # None: this core grants no duties
     packages: PackageCatalog = DEFAULT_PACKAGES
+    # Messages that will never be sent are closed through this (a copy among them is not
+    # charged); None: only copies are given up, one by one, as before.
+    give_up_messages: Callable[[Sequence[QueuedMessage], str], Awaitable[int]] | None = None
+    # A user Telegram will not deliver to (blocked, chat not found): their orders stop.
+    stop_serving: Callable[[uc.StopServingUserCommand], Awaitable[Any]] | None = None
+    max_attempts: int = 8  # claims of one message before it is given up
+    per_user: int = 3  # messages of one user in one claim
+    keep_unreadable: Callable[[Sequence[tuple[int, str]], datetime], Awaitable[int]] | None = None
 
 
 class UserIn(BaseModel):
@@ -96,6 +113,12 @@ class VideoIn(_Body):
     mime_type: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z0-9.+/-]+$")
     source_key: str | None = Field(None, max_length=512, pattern=SOURCE_KEY)
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    file_unique_id: str | None = Field(None, min_length=1, max_length=256, pattern=IDENTIFIER)
+    refusal: Literal["too_big", "unavailable", "not_a_video", "too_long", "too_large_frame", "unreadable"] | None = (
+        Field(None, description="Why edge did not store the video (source_key is then null).")
+    )
+    fps: float = Field(0.0, ge=0, le=1000, description="Frames a second; 0 when unknown.")
+    probed: bool = Field(False, description="duration_s, width, height and fps were measured on the file itself.")
 
 
 class PaymentIn(_Body):
@@ -110,11 +133,14 @@ class PaymentIn(_Body):
 class EventIn(_Body):
     update_id: int = Field(ge=0, le=2**53)
     user: UserIn
-    kind: Literal["text", "video", "button", "payment"]
+    kind: Literal["text", "video", "button", "payment", "unreadable"]
     text: str | None = Field(None, max_length=4096, pattern=NO_NUL)
     data: str | None = Field(None, min_length=1, max_length=64, pattern=NO_NUL)
     video: VideoIn | None = None
     payment: PaymentIn | None = None
+    reason: str | None = Field(
+        None, max_length=REASON_CHARS, pattern=NO_NUL, description="Kind `unreadable`: why edge could not read it."
+    )
 
 
 class PreCheckoutIn(_Body):
@@ -130,7 +156,16 @@ class PreCheckoutOut(BaseModel):
 
 
 class InboxIn(_Body):
-    events: list[EventIn] = Field(min_length=1, max_length=1000)
+    events: list[Any] = Field(
+        min_length=1, max_length=1000,
+        description="Each an EventIn, judged on its own: one that does not validate is kept as `unreadable` "
+                    "with the reason (keyed by its update_id when that is readable), never refusing the page.",
+    )
+
+
+class InboxOut(BaseModel):
+    stored: int  # events new to the inbox (unreadable ones included)
+    unreadable: int  # events of this page kept, or only counted, as unreadable
 
 
 class SourceUploadIn(_Body):
@@ -182,6 +217,11 @@ class SentIn(_Body):
     message_id: int | None = Field(None, ge=0, le=2**53)
     file_id: str | None = Field(None, max_length=256, pattern=IDENTIFIER)
     error: str | None = Field(None, max_length=1000, pattern=NO_NUL, description="Given up: Telegram refused it.")
+    refusal: Literal["blocked", "chat_not_found", "too_large", "rejected", "gave_up"] | None = Field(
+        None, description="What kind of refusal `error` is. blocked, chat_not_found: the user's open orders are "
+                          "cancelled and their other messages given up; too_large: the copy is not charged and "
+                          "the user is told.",
+    )
 
 
 class ReportIn(SentIn):
@@ -192,8 +232,15 @@ class ReportsIn(_Body):
     reports: list[ReportIn] = Field(min_length=1, max_length=500)
 
 
+StatName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
+
+
 class DutyIn(_Body):
     token: str = Field(min_length=16, max_length=128, pattern=IDENTIFIER)
+    stats: dict[StatName, Annotated[int, Field(ge=0, le=2**53)]] | None = Field(
+        None, max_length=32, description="Edge's own counters (unreadable, loop_restarts, flood_pauses, ...), "
+                                         "shown in /metrics as videocopies_edge_<name>{node}.",
+    )
 
 
 class DutyOut(BaseModel):
@@ -209,6 +256,90 @@ class RetryIn(_Body):
     error: str = Field("", max_length=1000, pattern=NO_NUL)
 
 
+_EVENTS = TypeAdapter(list[EventIn])
+_ERROR_CLASSES = {
+    "string_pattern_mismatch": "pattern", "string_unicode": "unicode", "literal_error": "kind",
+    "missing": "missing", "extra_forbidden": "extra", "string_too_long": "length", "too_long": "length",
+    "string_too_short": "length", "too_short": "length",
+}
+
+
+@attrs.frozen
+class Judged:
+    """A page of events, each judged on its own: what goes into the inbox in page order
+    (unreadable events of a known user among them), unreadable updates of an unknown user
+    (update id, reason), and the reason class of every unreadable item."""
+
+    events: list[InboxEvent]
+    unaddressed: list[tuple[int, str]]
+    unreadable: list[str]
+
+
+def judge(items: list[Any]) -> Judged:
+    """The whole page is validated at once; only a page that fails is read again item by
+    item, so a valid page is parsed once."""
+    try:
+        return Judged([_event(e) for e in _EVENTS.validate_python(items)], [], _edge_reasons(items))
+    except ValidationError:
+        pass
+    judged = Judged([], [], [])
+    for item in items:
+        try:
+            event = _event(EventIn.model_validate(item))
+        except ValidationError as error:
+            _unreadable(item, error, judged)
+        else:
+            judged.events.append(event)
+            if event.kind == UNREADABLE:
+                judged.unreadable.append("edge")
+    return judged
+
+
+def _edge_reasons(items: list[Any]) -> list[str]:
+    return ["edge" for item in items if item.get("kind") == UNREADABLE]
+
+
+def _event(e: EventIn) -> InboxEvent:
+    if e.video and e.video.source_key and not e.video.source_key.startswith(f"sources/{e.user.id}/"):
+        raise _Forbidden("a source is stored under its own user's prefix")
+    video = StoredVideo(**e.video.model_dump()) if e.video else None
+    paid = PaidInvoice(**e.payment.model_dump()) if e.payment else None
+    user = _user(e.user)
+    reason = (e.reason or "no reason given") if e.kind == UNREADABLE else None
+    return InboxEvent(e.update_id, user, e.kind, e.text, video, e.data, payment=paid, reason=reason)
+
+
+def _user(u: UserIn) -> BotUser:
+    return BotUser(UserId(u.id), language_of(u.language_code), u.first_name)
+
+
+def _unreadable(item: Any, error: ValidationError, judged: Judged) -> None:
+    if not isinstance(item, dict):
+        judged.unreadable.append("not_an_object")
+        return
+    first = error.errors(include_url=False, include_input=False)[0]
+    kind = first["type"]
+    judged.unreadable.append(_ERROR_CLASSES.get(kind) or ("type" if kind.endswith(("_type", "_parsing"))
+                                                          else "range" if kind.startswith(("greater", "less"))
+                                                          else "other"))
+    where = ".".join(str(part) for part in first["loc"])
+    reason = _printable(f"{where}: {first['msg']}" if where else first["msg"])
+    update_id = item.get("update_id")
+    if type(update_id) is not int or not 0 <= update_id <= 2**53:
+        return  # nothing to key it by: only counted
+    try:
+        user = _user(UserIn.model_validate(item.get("user")))
+    except ValidationError:
+        judged.unaddressed.append((update_id, reason))
+    else:
+        judged.events.append(InboxEvent(update_id, user, UNREADABLE, reason=reason))
+
+
+def _printable(text: str) -> str:
+    """Storable as JSON text in PostgreSQL (no NUL, no lone surrogate), and short."""
+    return text.encode("utf-8", "replace").decode().replace("\x00", "\\0")[:REASON_CHARS]
+
+
 def add_edge_routes(
     app: FastAPI, services: EdgeApiServices, node_with: Callable[[str], Callable[..., Awaitable[Node]]]
 ) -> None:
@@ -216,21 +347,21 @@ def add_edge_routes(
     Sender = Annotated[Node, Depends(node_with("outbox"))]
 
     @app.post("/v1/inbox", tags=["edge"])
-    async def store_updates(body: InboxIn, _node: Storer) -> dict[str, int]:
-        """Store updates before acknowledging them to Telegram; an update stored twice counts once."""
-        events = []
-        for e in body.events:
-            if e.video and e.video.source_key and not e.video.source_key.startswith(f"sources/{e.user.id}/"):
-                raise _Forbidden("a source is stored under its own user's prefix")
-            video = StoredVideo(**e.video.model_dump()) if e.video else None
-            paid = PaidInvoice(**e.payment.model_dump()) if e.payment else None
-            user = BotUser(UserId(e.user.id), language_of(e.user.language_code), e.user.first_name)
-            events.append(InboxEvent(e.update_id, user, e.kind, e.text, video, e.data, payment=paid))
-        stored = await services.inbox.add(events, services.clock.now())
+    async def store_updates(body: InboxIn, _node: Storer) -> InboxOut:
+        """Store updates before acknowledging them to Telegram; an update stored twice counts once.
+        Each event is judged on its own: one that cannot be read is kept as `unreadable` with
+        its reason, and its user (when known) is told."""
+        judged = judge(body.events)
+        now = services.clock.now()
+        stored = await services.inbox.add(judged.events, now) if judged.events else 0
+        if judged.unaddressed and services.keep_unreadable is not None:
+            stored += await services.keep_unreadable(judged.unaddressed, now)
+        for reason in judged.unreadable:
+            services.metrics.inbox_unreadable.labels(reason).inc()
         if stored:
             services.inbox_added()
             services.metrics.inbox_stored.inc(stored)
-        return {"stored": stored}
+        return InboxOut(stored=stored, unreadable=len(judged.unreadable))
 
     @app.post("/v1/payments/pre-checkout", tags=["edge"])
     async def pre_checkout(body: PreCheckoutIn, _node: Storer) -> PreCheckoutOut:
@@ -251,11 +382,19 @@ def add_edge_routes(
 
     @app.post("/v1/outbox/claim", tags=["edge"], response_model=ClaimOut)
     async def claim_outbox(body: OutboxClaimIn, _node: Sender) -> Response:
-        """Messages to send, oldest first, held for this edge for a minute; long-polls up to `wait_s`."""
+        """Messages to send, held for this edge for `hold_s`; long-polls up to `wait_s`. Replies
+        come first, then copies with users taking turns; one chat's messages keep their order
+        (send them in the order given). Messages for a user the bot cannot reach, and messages
+        claimed `max_attempts` times without a report, are given up here instead."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + body.wait_s
         while True:
-            claimed = await services.outbox.claim(services.clock.now(), body.limit, body.hold_s)
+            claimed = await services.outbox.claim(services.clock.now(), body.limit, body.hold_s, services.per_user)
+            given_up = await _give_up_dead(claimed)
+            if given_up:
+                claimed = [m for m in claimed if m.message_id not in given_up]
+                if not claimed:
+                    continue  # the next ones may be sendable
             if claimed or loop.time() >= deadline or not await services.news.wait(deadline - loop.time()):
                 break
         languages = await services.languages(sorted({m.user_id for m in claimed}))
@@ -277,44 +416,72 @@ def add_edge_routes(
         # rather than built as models and then checked against them field by field.
         return Response(json.dumps({"messages": messages}, ensure_ascii=False).encode(), media_type="application/json")
 
+    async def _give_up_dead(claimed: Sequence[QueuedMessage]) -> set[int]:
+        blocked = [m for m in claimed if m.blocked]
+        worn = [m for m in claimed if not m.blocked and m.attempts > services.max_attempts]
+        if services.give_up_messages is None or not (blocked or worn):
+            return set()
+        if blocked:
+            await services.give_up_messages(blocked, "blocked")
+            services.metrics.outbox_given_up.labels("blocked").inc(len(blocked))
+        for m in worn:
+            await services.give_up_messages([m], f"gave up after {m.attempts - 1} attempts: never reported")
+        if worn:
+            services.metrics.outbox_given_up.labels("attempts").inc(len(worn))
+        return {m.message_id for m in [*blocked, *worn]}
+
+    async def _record(reports: Sequence[ReportIn]) -> dict[str, int]:
+        """The rules of every report: a copy taken by Telegram is charged once; one refused is
+        dropped, not charged. A refusal that means the user cannot be reached stops serving
+        them; a copy too large to send is announced to its user."""
+        by_id = {r.id: r for r in reports}
+        debited = 0
+        copies = await services.outbox.copies_among(sorted(by_id))
+        for message in copies:
+            report = by_id[message.message_id]
+            if report.error is None:
+                debited += await services.record_delivery(copy_of(message))
+            else:
+                await services.give_up_delivery(copy_of(message))
+        recorded = await services.outbox.sent_many(
+            [(r.id, r.model_dump(exclude_none=True, exclude={"id"})) for r in reports]
+        )
+        for r in reports:
+            if r.error is not None:
+                services.metrics.outbox_given_up.labels(r.refusal or "error").inc()
+        too_large = [m for m in copies if by_id[m.message_id].refusal == "too_large"]
+        if too_large:
+            await services.outbox.queue([
+                OutboxMessage(UserId(m.user_id), "screen", {
+                    "screen": "copy_too_large", "n": int(m.payload["index"]) + 1, "copies": m.payload.get("copies", 1),
+                }, f"out:{m.message_id}:too_large")
+                for m in too_large
+            ])
+        unreachable = {r.id: r.refusal for r in reports if r.refusal in UNREACHABLE}
+        if unreachable and services.stop_serving is not None:
+            users = {m.user_id: unreachable[m.message_id] for m in await services.outbox.among(sorted(unreachable))}
+            for user_id, why in sorted(users.items()):
+                await services.stop_serving(uc.StopServingUserCommand(UserId(user_id), str(why)))
+        services.news.queued()  # each chat's next message may be sent now
+        return {"recorded": recorded, "debited": debited}
+
     @app.post("/v1/outbox/{message_id}/sent", tags=["edge"])
     async def message_sent(
         message_id: Annotated[int, Path(ge=1, le=2**62)], body: SentIn, _node: Sender
     ) -> dict[str, Any]:
-        """Telegram took the message (or refused it for good, with `error`). A copy is charged
-        when it was taken, once, however often this is reported."""
-        message = await services.outbox.get(message_id)
-        if message is None:
+        """Telegram took the message (or refused it for good, with `error` and `refusal`). A
+        copy is charged when it was taken, once, however often this is reported."""
+        if await services.outbox.get(message_id) is None:
             raise NotFound("outbox message", str(message_id))
-        debited = 0
-        if message.kind == "copy_ready":
-            copy = uc.RecordDeliveryCommand(OrderId(message.payload["order_id"]), int(message.payload["index"]))
-            if body.error is None:
-                debited = await services.record_delivery(copy)
-            else:
-                await services.give_up_delivery(copy)
-        recorded = await services.outbox.sent(message_id, body.model_dump(exclude_none=True))
-        services.news.queued()  # this chat's next message may be sent now
-        return {"recorded": recorded, "debited": debited}
+        answer = await _record([ReportIn(id=message_id, **body.model_dump(exclude_none=True))])
+        return {"recorded": bool(answer["recorded"]), "debited": answer["debited"]}
 
     @app.post("/v1/outbox/reports", tags=["edge"])
     async def messages_sent(body: ReportsIn, _node: Sender) -> dict[str, int]:
         """Many reports at once (one per message sent in a batch); the same rules as `/sent`."""
-        reports = {r.id: r for r in body.reports}
-        debited = 0
-        for message in await services.outbox.copies_among(sorted(reports)):
-            report = reports[message.message_id]
-            copy = uc.RecordDeliveryCommand(OrderId(message.payload["order_id"]), int(message.payload["index"]))
-            if report.error is None:
-                debited += await services.record_delivery(copy)
-            else:
-                await services.give_up_delivery(copy)
-        recorded = await services.outbox.sent_many(
-            [(r.id, r.model_dump(exclude_none=True, exclude={"id"})) for r in body.reports]
-        )
-        services.metrics.outbox_sent.inc(recorded)
-        services.news.queued()  # each chat's next message may be sent now
-        return {"recorded": recorded, "debited": debited}
+        answer = await _record(body.reports)
+        services.metrics.outbox_sent.inc(answer["recorded"])
+        return answer
 
     @app.post("/v1/duties/poll-telegram", tags=["edge"])
     async def poll_telegram(body: DutyIn, node: Storer) -> DutyOut:
@@ -322,6 +489,8 @@ def add_edge_routes(
         well inside `ttl_s` and stop at once when `held` is false or the lease has run out."""
         if services.hold_duty is None:
             raise NotFound("duty", POLL_TELEGRAM)
+        if body.stats is not None:
+            services.metrics.edge_reported(node.name, body.stats, services.clock.now())
         lease = await services.hold_duty(POLL_TELEGRAM, node.name, body.token)
         return DutyOut(
             held=lease.held_with(body.token, services.clock.now()), holder=lease.holder, lease_until=lease.lease_until,
@@ -332,6 +501,17 @@ def add_edge_routes(
     async def message_retry(
         message_id: Annotated[int, Path(ge=1, le=2**62)], body: RetryIn, _node: Sender
     ) -> dict[str, str]:
-        """Telegram refused for now (429 retry_after, a network error): send again later, in order."""
+        """Telegram refused for now (429 retry_after, a network error): send again later, in
+        order. Each claim is an attempt; a message claimed `max_attempts` times is given up
+        instead (a copy among them is not charged): state `given_up`."""
+        message = await services.outbox.get(message_id)
+        if message is None:
+            raise NotFound("outbox message", str(message_id))
+        if message.attempts >= services.max_attempts and services.give_up_messages is not None:
+            why = f"gave up after {message.attempts} attempts: {body.error or 'no reason given'}"
+            await services.give_up_messages([message], why[:1000])
+            services.metrics.outbox_given_up.labels("attempts").inc()
+            services.news.queued()  # this chat's next message may be sent now
+            return {"state": "given_up"}
         await services.outbox.retry_later(message_id, services.clock.now() + timedelta(seconds=body.after_s))
         return {"state": "held"}

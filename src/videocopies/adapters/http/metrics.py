@@ -8,7 +8,9 @@ same truth about them.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -16,6 +18,8 @@ from videocopies.adapters.postgres.figures import QueueFigures
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _COPY_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
+_EDGE_NAMES = 64
+_EDGE_NODES = 64
 
 
 class CoreMetrics:
@@ -39,6 +43,18 @@ class CoreMetrics:
         )
         self.inbox_stored = Counter("videocopies_inbox_stored", "Telegram updates stored in the inbox", **on)
         self.outbox_sent = Counter("videocopies_outbox_sent", "Messages edge reported sent", **on)
+        self.inbox_unreadable = Counter(
+            "videocopies_inbox_unreadable",
+            "Updates that could not be read, by class: pattern, unicode, kind, missing, extra, length, type, "
+            "range, not_an_object, other; edge: edge could not read them itself", ["reason"], **on,
+        )
+        self.outbox_given_up = Counter(
+            "videocopies_outbox_given_up",
+            "Messages never sent, by why: blocked, chat_not_found, too_large, rejected, gave_up, attempts, error",
+            ["why"], **on,
+        )
+        self._edge: dict[str, Gauge] = {}
+        self.edges: dict[str, dict[str, Any]] = {}  # node -> its latest counters, and when they came
         self._depth = Gauge("videocopies_queue_jobs", "Unfinished jobs, by state", ["state"], **on)
         self._inbox = Gauge("videocopies_inbox_pending", "Inbox events not yet handled", **on)
         self._inbox_lag = Gauge("videocopies_inbox_lag_seconds", "Age of the oldest unhandled event", **on)
@@ -69,6 +85,21 @@ class CoreMetrics:
     def job_finished(self, job_id: str, outcome: str) -> None:
         self.finished.labels(outcome).inc()
         self._last_copy.pop(job_id, None)
+
+    def edge_reported(self, node: str, stats: Mapping[str, int], at: datetime) -> None:
+        """An edge's own counters, as it last reported them (shown per node)."""
+        for name, value in stats.items():
+            gauge = self._edge.get(name)
+            if gauge is None:
+                if len(self._edge) >= _EDGE_NAMES:
+                    continue  # names come from edges: a bounded set of series, whatever they send
+                gauge = self._edge[name] = Gauge(
+                    f"videocopies_edge_{name}", f"Edge's own count of {name}, as last reported", ["node"],
+                    registry=self.registry,
+                )
+            gauge.labels(node).set(value)
+        if node in self.edges or len(self.edges) < _EDGE_NODES:
+            self.edges[node] = {"at": at.isoformat(), **stats}
 
     async def render(self) -> bytes:
         if self._figures is None:

@@ -1,7 +1,9 @@
-"""The bot's inbox and users in memory, with the same promises as the PostgreSQL adapter."""
+"""The bot's inbox, users and outbox queue in memory, with the same promises as the
+PostgreSQL adapters."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -9,10 +11,18 @@ from typing import Any
 import attrs
 
 from videocopies.adapters.memory.unit_of_work import InMemoryStore
-from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo
+from videocopies.application.bot.events import UNREADABLE, BotUser, InboxEvent, StoredVideo
 from videocopies.application.ports import OutboxMessage
+from videocopies.application.use_cases.undeliverable import COPY, QueuedMessage, in_turns
 from videocopies.domain.orders import OrderState
-from videocopies.domain.shared import UserId
+from videocopies.domain.shared import OrderId, UserId
+
+# Users the bot cannot reach, per store: the inbox clears them, the users adapter sets them.
+_BLOCKED: weakref.WeakKeyDictionary[InMemoryStore, dict[UserId, datetime]] = weakref.WeakKeyDictionary()
+
+
+def _blocked(store: InMemoryStore) -> dict[UserId, datetime]:
+    return _BLOCKED.setdefault(store, {})
 
 
 class InMemoryInbox:
@@ -29,6 +39,17 @@ class InMemoryInbox:
             if event.update_id not in self.events:
                 self._ids += 1
                 self.events[event.update_id] = attrs.evolve(event, event_id=self._ids)
+                new += 1
+        return new
+
+    async def keep_unreadable(self, updates: Sequence[tuple[int, str]], now: datetime) -> int:
+        new = 0
+        for update_id, reason in updates:
+            if update_id not in self.events:
+                self._ids += 1
+                nobody = BotUser(UserId(0), "en")
+                self.events[update_id] = InboxEvent(update_id, nobody, UNREADABLE, event_id=self._ids, reason=reason)
+                self.processed[update_id] = UNREADABLE
                 new += 1
         return new
 
@@ -57,6 +78,7 @@ class InMemoryInbox:
             if message.dedup_key not in known:
                 self._store.outbox[next(self._store._outbox_ids)] = message
         self.processed[event.update_id] = outcome
+        _blocked(self._store).pop(event.user.user_id, None)
 
     async def done_many(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
         for event, replies, outcome in handled:
@@ -94,6 +116,18 @@ class InMemoryBotUsers:
         user = self.users.get(user_id)
         return user.language if user else "en"
 
+    async def open_orders(self, user_id: UserId) -> Sequence[OrderId]:
+        return [
+            o.order_id for o in sorted(self._store.orders.values(), key=lambda o: o.created_at)
+            if o.user_id == user_id and o.state in (OrderState.CONFIRMED, OrderState.RUNNING)
+        ]
+
+    async def block(self, user_id: UserId, now: datetime) -> None:
+        _blocked(self._store)[user_id] = now
+
+    async def blocked(self, user_ids: Sequence[UserId]) -> set[UserId]:
+        return set(user_ids) & set(_blocked(self._store))
+
     async def orders_since(self, user_id: UserId, since: datetime) -> int:
         return sum(
             1 for o in self._store.orders.values()
@@ -108,3 +142,103 @@ class InMemoryBotUsers:
              "charged": o.charged}
             for o in orders[:limit]
         ]
+
+
+class InMemoryOutboxQueue:
+    """The outbox as edge takes it, over the store's outbox: the same order of claims as
+    PostgresOutboxQueue (replies first, then copies by turns, at most `per_user` of a user)."""
+
+    def __init__(self, store: InMemoryStore) -> None:
+        self._store = store
+        self.claimed_until: dict[int, datetime] = {}
+        self.attempts: dict[int, int] = {}
+        self.deliveries: dict[int, dict[str, Any]] = {}
+
+    def _unsent(self) -> dict[int, list[tuple[int, OutboxMessage]]]:
+        by_user: dict[int, list[tuple[int, OutboxMessage]]] = {}
+        for message_id, message in sorted(self._store.outbox.items()):
+            if message_id not in self._store.outbox_sent:
+                by_user.setdefault(message.user_id, []).append((message_id, message))
+        return by_user
+
+    def _message(self, message_id: int) -> QueuedMessage:
+        m = self._store.outbox[message_id]
+        blocked = m.user_id in _blocked(self._store)
+        return QueuedMessage(message_id, m.user_id, m.kind, m.payload, self.attempts.get(message_id, 0), blocked)
+
+    async def claim(
+        self, now: datetime, limit: int, hold_s: float = 60.0, per_user: int = 3
+    ) -> Sequence[QueuedMessage]:
+        def held(message_id: int) -> bool:
+            until = self.claimed_until.get(message_id)
+            return until is not None and until > now
+
+        by_user = self._unsent()
+        replies = []
+        for rows in by_user.values():
+            for n, (message_id, message) in enumerate(rows[:per_user]):
+                earlier = rows[:n]
+                if message.kind == COPY or held(message_id):
+                    continue
+                if not any(m.kind == COPY or held(i) for i, m in earlier):
+                    replies.append(message_id)
+        replies = sorted(replies)[:limit]
+        turns = []
+        for rows in by_user.values():
+            if not any(m.kind == COPY for _, m in rows):
+                continue
+            first = rows[:per_user]
+            for n, (message_id, _) in enumerate(first):
+                behind_copy = any(m.kind == COPY for _, m in first[:n + 1])
+                if behind_copy and not held(message_id) and not any(held(i) for i, _ in first[:n]):
+                    turns.append((n + 1, message_id))
+        taken = replies + [message_id for _, message_id in sorted(turns)[:limit - len(replies)]]
+        for message_id in taken:
+            self.claimed_until[message_id] = now + timedelta(seconds=hold_s)
+            self.attempts[message_id] = self.attempts.get(message_id, 0) + 1
+        return in_turns([self._message(i) for i in taken])
+
+    async def get(self, message_id: int) -> QueuedMessage | None:
+        return self._message(message_id) if message_id in self._store.outbox else None
+
+    async def among(self, message_ids: Sequence[int], kind: str | None = None) -> list[QueuedMessage]:
+        return [
+            self._message(i) for i in sorted(set(message_ids))
+            if i in self._store.outbox and (kind is None or self._store.outbox[i].kind == kind)
+        ]
+
+    async def copies_among(self, message_ids: Sequence[int]) -> list[QueuedMessage]:
+        return await self.among(message_ids, COPY)
+
+    async def unsent_of(self, user_id: int) -> list[QueuedMessage]:
+        return [self._message(i) for i, _ in self._unsent().get(user_id, [])]
+
+    async def queue(self, messages: Sequence[OutboxMessage]) -> None:
+        known = {m.dedup_key for m in self._store.outbox.values()}
+        for message in messages:
+            if message.dedup_key not in known:
+                known.add(message.dedup_key)
+                self._store.outbox[next(self._store._outbox_ids)] = message
+
+    async def sent_many(self, deliveries: Sequence[tuple[int, dict[str, Any]]]) -> int:
+        recorded = 0
+        for message_id, delivery in deliveries:
+            if message_id in self._store.outbox and message_id not in self._store.outbox_sent:
+                self._store.outbox_sent.add(message_id)
+                self.deliveries[message_id] = delivery
+                self.claimed_until.pop(message_id, None)
+                recorded += 1
+        return recorded
+
+    async def sent(self, message_id: int, delivery: dict[str, Any]) -> bool:
+        return bool(await self.sent_many([(message_id, delivery)]))
+
+    async def give_up(self, deliveries: Sequence[tuple[int, dict[str, Any]]]) -> int:
+        return await self.sent_many(deliveries)
+
+    async def retry_later(self, message_id: int, not_before: datetime) -> None:
+        if message_id in self._store.outbox and message_id not in self._store.outbox_sent:
+            self.claimed_until[message_id] = not_before
+
+    async def anything(self) -> bool:
+        return any(True for rows in self._unsent().values() for _ in rows)

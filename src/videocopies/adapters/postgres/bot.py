@@ -21,7 +21,7 @@ from psycopg_pool import AsyncConnectionPool
 from videocopies.adapters.postgres.mappers import order_from_row
 from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo
 from videocopies.application.ports import OutboxMessage
-from videocopies.domain.shared import UserId
+from videocopies.domain.shared import OrderId, UserId
 
 # Batches travel as one JSON document (json.dumps runs in C) rather than as arrays, which
 # psycopg builds element by element in Python, escaping every string: in a burst of /start
@@ -69,10 +69,29 @@ ON CONFLICT (dedup_key) DO NOTHING
 # `= ANY` lets the planner find a batch's rows by primary key once the table has statistics
 # (EXPLAIN, 200 of 10,000 rows: 1.0 ms against 2.4 ms when joined to the JSON alone, which
 # hashed the whole table). A table never analyzed is scanned either way.
+# A user who writes again can be reached again: handling their event clears `blocked_at`
+# (through the partial index of blocked users, so it costs nothing while nobody is blocked).
 _MARK_DONE = """
+WITH reachable AS (
+    UPDATE bot_users SET blocked_at = NULL WHERE blocked_at IS NOT NULL AND user_id = ANY(%s::bigint[])
+)
 UPDATE inbox SET processed_at = now(), outcome = d.outcome
   FROM jsonb_to_recordset(%s::jsonb) AS d(id bigint, outcome text)
  WHERE inbox.id = d.id AND inbox.id = ANY(%s::bigint[])
+"""
+_MARK_ONE_DONE = """
+WITH reachable AS (
+    UPDATE bot_users SET blocked_at = NULL WHERE blocked_at IS NOT NULL AND user_id = %s
+)
+UPDATE inbox SET processed_at = now(), outcome = %s WHERE id = %s
+"""
+# An unreadable update whose user is unknown is kept as handled: there is nobody to answer.
+_KEEP_UNREADABLE = """
+INSERT INTO inbox (update_id, user_id, kind, payload, received_at, processed_at, outcome)
+SELECT u.update_id, 0, 'unreadable', jsonb_build_object('reason', u.reason), %(now)s::timestamptz,
+       %(now)s::timestamptz, 'unreadable'
+  FROM jsonb_to_recordset(%(updates)s::jsonb) AS u(update_id bigint, reason text)
+ON CONFLICT (update_id) DO NOTHING
 """
 _REMEMBER = """
 INSERT INTO bot_users (user_id, language, first_name, created_at)
@@ -109,6 +128,17 @@ class PostgresInbox:
         assert row is not None
         return int(row[0])
 
+    async def keep_unreadable(self, updates: Sequence[tuple[int, str]], now: datetime) -> int:
+        """Updates that could not be read and whose user is unknown (update id, reason): kept
+        for the record, handled at once; returns how many were new."""
+        if not updates:
+            return 0
+        async with self._pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                _KEEP_UNREADABLE, {"now": now, "updates": Jsonb([{"update_id": u, "reason": r} for u, r in updates])}
+            )
+            return cur.rowcount
+
     async def lease_users(self, now: datetime, seconds: float, limit: int) -> Sequence[UserId]:
         params = {"now": now, "until": now + timedelta(seconds=seconds), "limit": limit}
         async with self._pool.connection() as conn, conn.transaction():
@@ -127,9 +157,7 @@ class PostgresInbox:
         async with self._pool.connection() as conn, conn.transaction():
             for reply in replies:
                 await conn.execute(_QUEUE_REPLY, [reply.user_id, reply.kind, Jsonb(reply.payload), reply.dedup_key])
-            await conn.execute(
-                "UPDATE inbox SET processed_at = now(), outcome = %s WHERE id = %s", [outcome, event.event_id]
-            )
+            await conn.execute(_MARK_ONE_DONE, [event.user.user_id, outcome, event.event_id])
 
     async def done_many(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
         replies = [reply for _, queued, _ in handled for reply in queued]
@@ -140,7 +168,8 @@ class PostgresInbox:
                     for r in replies
                 ])])
             await conn.execute(_MARK_DONE, [
-                Jsonb([{"id": e.event_id, "outcome": o} for e, _, o in handled]), [e.event_id for e, _, _ in handled]
+                sorted({e.user.user_id for e, _, _ in handled}),
+                Jsonb([{"id": e.event_id, "outcome": o} for e, _, o in handled]), [e.event_id for e, _, _ in handled],
             ])
 
     async def release(self, user_ids: Sequence[UserId]) -> None:
@@ -206,6 +235,36 @@ class PostgresBotUsers:
             rows = await cur.fetchall()
             await conn.commit()
         return {user_id: language for user_id, language in rows}
+
+    async def open_orders(self, user_id: UserId) -> Sequence[OrderId]:
+        """The user's orders that may still render or deliver (confirmed or running)."""
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT order_id FROM orders WHERE user_id = %s AND state IN ('confirmed', 'running') "
+                "ORDER BY created_at",
+                [user_id],
+            )
+            rows = await cur.fetchall()
+            await conn.commit()
+        return [OrderId(order_id) for (order_id,) in rows]
+
+    async def block(self, user_id: UserId, now: datetime) -> None:
+        """Telegram will not deliver to this user: remembered until they write again."""
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO bot_users (user_id, language, created_at, blocked_at) VALUES (%s, 'en', %s, %s) "
+                "ON CONFLICT (user_id) DO UPDATE SET blocked_at = EXCLUDED.blocked_at",
+                [user_id, now, now],
+            )
+
+    async def blocked(self, user_ids: Sequence[UserId]) -> set[UserId]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT user_id FROM bot_users WHERE blocked_at IS NOT NULL AND user_id = ANY(%s)", [list(user_ids)]
+            )
+            rows = await cur.fetchall()
+            await conn.commit()
+        return {UserId(user_id) for (user_id,) in rows}
 
     async def orders_since(self, user_id: UserId, since: datetime) -> int:
         async with self._pool.connection() as conn:

@@ -19,7 +19,9 @@ from psycopg import sql
 import videocopies
 
 # The schema level this code was written for; each migration states the code levels it accepts.
-CODE_LEVEL = 3  # 2: confirmations open with videocopies_load (0015); 3: bulk account and lot inserts (0016)
+# 2: confirmations open with videocopies_load (0015); 3: bulk account and lot inserts (0016);
+# 4: users the bot cannot reach (bot_users.blocked_at, 0017)
+CODE_LEVEL = 4
 DEFAULT_CAPACITY = 10_000
 
 

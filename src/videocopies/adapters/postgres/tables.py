@@ -281,6 +281,9 @@ outbox = Table(
     Index("ix_outbox_pending", "id", postgresql_where=text("sent_at IS NULL")),
     # A claim looks for an earlier unsent message of the same user.
     Index("ix_outbox_user_pending", "user_id", "id", postgresql_where=text("sent_at IS NULL")),
+    # A claim takes replies first, then copies with users taking turns (migration 0017).
+    Index("ix_outbox_replies_pending", "id", postgresql_where=text("sent_at IS NULL AND kind <> 'copy_ready'")),
+    Index("ix_outbox_copies_pending", "user_id", postgresql_where=text("sent_at IS NULL AND kind = 'copy_ready'")),
 )
 
 capacity_slots = Table(
@@ -316,6 +319,9 @@ bot_users = Table(
     Column("first_name", Text),
     Column("source", JSONB),  # the video waiting for a choice of copies
     _at("created_at"),
+    # Telegram refused a message for good (blocked, chat gone); cleared when the user writes again.
+    _at("blocked_at", nullable=True),
+    Index("ix_bot_users_blocked", "user_id", postgresql_where=text("blocked_at IS NOT NULL")),
 )
 
 inbox = Table(
@@ -331,6 +337,7 @@ inbox = Table(
     Column("outcome", Text),
     UniqueConstraint("update_id"),
     Index("ix_inbox_pending", "user_id", "id", postgresql_where=text("processed_at IS NULL")),
+    Index("ix_inbox_unreadable", "id", postgresql_where=text("kind = 'unreadable'")),
 )
 
 # One row per user with unprocessed events. A processor leases the row (claimed_until), so

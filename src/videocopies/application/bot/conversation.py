@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import attrs
 
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.events import BotUser, InboxEvent, PaidInvoice, StoredVideo
+from videocopies.application.bot.events import UNREADABLE, BotUser, InboxEvent, PaidInvoice, StoredVideo
 from videocopies.application.errors import NotFound, ServiceBusy
 from videocopies.application.ports import Clock, OutboxMessage
 from videocopies.domain.coins import CoinAccount, InsufficientCoins, LotKind, parse_invite
@@ -25,8 +25,13 @@ from videocopies.domain.orders import OrderNotInState, OrderState
 from videocopies.domain.payments import DEFAULT_PACKAGES, PackageCatalog, PaymentMismatch
 from videocopies.domain.pricing import PricingPolicy, Quote, QuoteAlreadyUsed, QuoteExpired, TariffRetired
 from videocopies.domain.shared import DomainError, LotId, OrderId, UserId
+from videocopies.telegram_limits import CLOUD_DOWNLOAD_BYTES, DEFAULT_MAX_PIXEL_RATE, DEFAULT_MAX_SECONDS
 
 VIDEO_TYPES = ("video/mp4", "video/quicktime", "video/webm", "video/x-matroska", "video/mpeg")
+_REFUSAL_SCREENS = {
+    "too_big": "video_too_big", "unavailable": "video_unavailable", "not_a_video": "video_format",
+    "unreadable": "video_format", "too_long": "video_too_long", "too_large_frame": "video_too_sharp",
+}
 
 
 # Text commands a whole batch of users can share a few statements for: they only greet,
@@ -56,8 +61,9 @@ class BotUsers(Protocol):
 
 @attrs.frozen
 class BotSettings:
-    max_video_bytes: int = 50 * 1024 * 1024
-    max_video_seconds: float = 180.0
+    max_video_bytes: int = CLOUD_DOWNLOAD_BYTES
+    max_video_seconds: float = DEFAULT_MAX_SECONDS
+    max_pixel_rate: float = DEFAULT_MAX_PIXEL_RATE  # width × height × frames a second
     start_bonus: int = 50
     start_bonus_valid_for: timedelta | None = timedelta(days=30)
     orders_per_hour: int | None = 30  # None: no limit
@@ -108,6 +114,8 @@ class Conversation:
             await self._text(event.user, (event.text or "").strip(), first_contact, replies)
         elif event.kind == "payment" and event.payment is not None:
             await self._paid(event.user, event.payment, replies)
+        elif event.kind == UNREADABLE:
+            replies.screen("unreadable")
         else:
             replies.screen("unknown")
         return replies.messages
@@ -204,19 +212,39 @@ class Conversation:
             replies.screen("unknown")
 
     async def _video(self, user: BotUser, video: StoredVideo, replies: _Replies) -> None:
-        limit_mb = self.settings.max_video_bytes // (1024 * 1024)
-        if video.mime_type is not None and not video.mime_type.startswith("video/"):
+        """Edge's refusal, when it gave one, picks the screen; core then checks the limits
+        itself. A video without a measured length (a document edge could not probe) is not
+        quoted: nothing about it says it fits."""
+        limits = self.settings
+        if refused := _REFUSAL_SCREENS.get(video.refusal or ""):
+            self._refused(refused, video, replies)
+        elif video.mime_type is not None and not video.mime_type.startswith("video/"):
             replies.screen("video_format")
-        elif video.size > self.settings.max_video_bytes or video.source_key is None:
-            replies.screen("video_too_big", size_mb=round(video.size / (1024 * 1024), 1), max_mb=limit_mb)
-        elif video.duration_s > self.settings.max_video_seconds:
-            replies.screen(
-                "video_too_long", seconds=int(video.duration_s), max_s=int(self.settings.max_video_seconds)
-            )
+        elif video.size > limits.max_video_bytes or video.source_key is None:
+            self._refused("video_too_big", video, replies)
+        elif video.duration_s > limits.max_video_seconds:
+            self._refused("video_too_long", video, replies)
+        elif video.pixel_rate > limits.max_pixel_rate:
+            self._refused("video_too_sharp", video, replies)
+        elif video.duration_s <= 0 and not video.probed:
+            replies.screen("video_unchecked", max_s=int(limits.max_video_seconds))
         else:
             await self.users.set_source(user.user_id, video)
             tariff = self.policy.current
             replies.screen("choose_copies", prices=[[n, tariff.price_per_copy(n)] for n in tariff.offered])
+
+    def _refused(self, screen: str, video: StoredVideo, replies: _Replies) -> None:
+        limits = self.settings
+        if screen == "video_too_big":
+            replies.screen(screen, size_mb=round(video.size / (1024 * 1024), 1),
+                           max_mb=limits.max_video_bytes // (1024 * 1024))
+        elif screen == "video_too_long":
+            replies.screen(screen, seconds=int(video.duration_s), max_s=int(limits.max_video_seconds))
+        elif screen == "video_too_sharp":
+            replies.screen(screen, max_mpx=round(limits.max_pixel_rate / 1e6),
+                           fps_1080=int(limits.max_pixel_rate // (1920 * 1080)))
+        else:
+            replies.screen(screen)
 
     async def _button(self, user: BotUser, data: str, replies: _Replies) -> None:
         kind, _, rest = data.partition(":")

@@ -26,9 +26,20 @@ def language_of(code: str | None) -> str:
     return "ru" if (code or "").lower().startswith(("ru", "uk", "be", "kk")) else "en"
 
 
+UNREADABLE = "unreadable"  # the kind of an update that could not be read, kept with its reason
+REASON_CHARS = 200
+
+
+# Why edge did not store a video: it said so instead of failing the whole update.
+VIDEO_REFUSALS = ("too_big", "unavailable", "not_a_video", "too_long", "too_large_frame", "unreadable")
+
+
 @attrs.frozen
 class StoredVideo:
-    """A video the user sent, as edge found and stored it (key None: not stored, too big)."""
+    """A video the user sent, as edge found and stored it (key None: not stored, and
+    `refusal` says why). With `probed`, duration, frame size and `fps` were measured on the
+    file itself; without, they are Telegram's metadata (a document has none: duration 0).
+    Fields added later have defaults, so payloads stored before them still read."""
 
     file_id: str
     size: int
@@ -38,6 +49,15 @@ class StoredVideo:
     mime_type: str | None
     source_key: str | None
     sha256: str | None = None
+    file_unique_id: str | None = None
+    refusal: str | None = None
+    fps: float = 0.0  # 0: unknown
+    probed: bool = False
+
+    @property
+    def pixel_rate(self) -> float:
+        """Pixels a second (0 when the frame rate is unknown)."""
+        return self.width * self.height * self.fps
 
 
 @attrs.frozen
@@ -54,12 +74,13 @@ class PaidInvoice:
 class InboxEvent:
     update_id: int
     user: BotUser
-    kind: str  # text, video, button, payment
+    kind: str  # text, video, button, payment, unreadable
     text: str | None = None
     video: StoredVideo | None = None
     data: str | None = None  # a pressed button's callback data
     event_id: int | None = None  # the inbox row, once stored
     payment: PaidInvoice | None = None
+    reason: str | None = None  # kind "unreadable": why the update could not be read
 
     def to_payload(self) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -73,6 +94,8 @@ class InboxEvent:
             payload["video"] = attrs.asdict(self.video)
         if self.payment is not None:
             payload["payment"] = attrs.asdict(self.payment)
+        if self.reason is not None:
+            payload["reason"] = self.reason
         return payload
 
     @classmethod
@@ -84,5 +107,5 @@ class InboxEvent:
         return cls(
             update_id, BotUser(UserId(int(user["id"])), user["language"], user.get("first_name")), kind,
             payload.get("text"), StoredVideo(**video) if video else None, payload.get("data"), event_id,
-            PaidInvoice(**paid) if paid else None,
+            PaidInvoice(**paid) if paid else None, payload.get("reason"),
         )

@@ -95,6 +95,13 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "video_too_big": "This video is too large ({size_mb} MB). The limit is {max_mb} MB.",
         "video_too_long": "This video is too long ({seconds} s). The limit is {max_s} seconds.",
         "video_format": "This file is not a video I can work with. Send an MP4, MOV or WebM video.",
+        "video_unavailable": "Telegram could not give me this file. Please send it again.",
+        "video_too_sharp": "This video has more picture a second than I can work with (frame size × frame "
+                           "rate). The limit is {max_mpx} megapixels a second, e.g. 1920×1080 at {fps_1080} fps.",
+        "video_unchecked": "I could not check how long this video is, so I did not take it. Send it again as "
+                           "a video (up to {max_s} seconds).",
+        "copy_too_large": "Copy {n} of {copies} came out too large for Telegram to send. It is not charged.",
+        "unreadable": "I could not read that. Send your video again, or /help.",
         "send_video_first": "Send me a video first.",
         "button_invalid": "This button is no longer valid.",
         "balance": "Available: {available} coins\nReserved for orders in progress: {reserved}",
@@ -165,6 +172,14 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "video_too_big": "Видео слишком большое ({size_mb} МБ). Предел — {max_mb} МБ.",
         "video_too_long": "Видео слишком длинное ({seconds} с). Предел — {max_s} секунд.",
         "video_format": "Этот файл не похож на видео, с которым я умею работать. Пришлите MP4, MOV или WebM.",
+        "video_unavailable": "Telegram не смог отдать мне этот файл. Пришлите его ещё раз.",
+        "video_too_sharp": "В этом видео слишком много изображения в секунду (размер кадра × частота кадров). "
+                           "Предел — {max_mpx} мегапикселей в секунду, например 1920×1080 при {fps_1080} к/с.",
+        "video_unchecked": "Не удалось проверить длительность этого видео, поэтому я его не взял. Пришлите его "
+                           "ещё раз как видео (до {max_s} секунд).",
+        "copy_too_large": "Копия {n} из {copies} получилась слишком большой, Telegram её не принял. Она не "
+                          "оплачивается.",
+        "unreadable": "Не смог это прочитать. Пришлите видео ещё раз или /help.",
         "send_video_first": "Сначала пришлите видео.",
         "button_invalid": "Эта кнопка больше не действует.",
         "balance": "Доступно: {available} монет\nВ резерве под заказы: {reserved}",

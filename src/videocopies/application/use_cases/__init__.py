@@ -33,6 +33,13 @@ from videocopies.application.use_cases.payments import (
 )
 from videocopies.application.use_cases.quote_order import QuoteOrder, QuoteOrderCommand
 from videocopies.application.use_cases.record_delivery import GiveUpDelivery, RecordDelivery, RecordDeliveryCommand
+from videocopies.application.use_cases.undeliverable import (
+    GiveUpMessages,
+    QueuedMessage,
+    Stopped,
+    StopServingUser,
+    StopServingUserCommand,
+)
 
 __all__ = [
     "AcknowledgeCancel", "CancelOrder", "CancelOrderCommand", "CheckpointCopy",
@@ -40,8 +47,9 @@ __all__ = [
     "CompleteJobCommand", "ConfirmOrder", "ConfirmOrderCommand", "CreditPayment",
     "CreditPaymentCommand", "ExpireCoins", "ExpireLeases", "FailJob", "FailJobCommand",
     "GiveUpCopy", "GiveUpCopyCommand",
-    "GiveUpDelivery", "GrantCoins", "GrantCoinsCommand", "Granted", "HeldJobView", "InspectHeldJob", "QuoteOrder",
+    "GiveUpDelivery", "GiveUpMessages", "GrantCoins", "GrantCoinsCommand", "Granted", "HeldJobView",
+    "InspectHeldJob", "QuoteOrder",
     "QuoteOrderCommand", "ReconcilePayments", "ReconciliationResult", "RefundPayment", "RefundPaymentCommand",
-    "RewardReferral",
+    "QueuedMessage", "RewardReferral", "StopServingUser", "StopServingUserCommand", "Stopped",
     "RecordDelivery", "RecordDeliveryCommand", "RenewLease", "RenewLeaseCommand",
 ]
