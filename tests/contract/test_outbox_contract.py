@@ -1,0 +1,108 @@
+"""The outbox as edge takes it, and users the bot cannot reach: the same cases on the
+in-memory adapters, on PostgreSQL and through PgBouncer."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from videocopies.adapters.memory.bot import InMemoryOutboxQueue
+from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
+from videocopies.application import use_cases as uc
+from videocopies.application.bot.events import BotUser, InboxEvent
+from videocopies.application.ports import OutboxMessage
+from videocopies.domain.coins import LotKind
+from videocopies.domain.jobs import CopyArtifact
+from videocopies.domain.orders import OrderState
+from videocopies.domain.shared import UserId, WorkerId
+
+from .conftest import Backend
+
+ANNA = BotUser(UserId(9), "ru", "Анна")
+_keys = itertools.count(1)
+
+
+def copy(user: int, index: int) -> OutboxMessage:
+    payload = {"order_id": f"o-{user}", "index": index, "copies": 10, "object_key": f"copies/{user}/{index}.mp4"}
+    return OutboxMessage(UserId(user), "copy_ready", payload, f"q{next(_keys)}")
+
+
+def screen(user: int) -> OutboxMessage:
+    return OutboxMessage(UserId(user), "screen", {"screen": "welcome"}, f"q{next(_keys)}")
+
+
+@pytest.fixture
+def queue(backend: Backend) -> Any:
+    service: Any = backend.service
+    if backend.name == "memory":
+        return InMemoryOutboxQueue(service.gateways.store())
+    return PostgresOutboxQueue(service.gateways.pool())
+
+
+async def test_replies_go_first_and_copies_take_turns(backend: Backend, queue: Any) -> None:
+    now = backend.clock.now()
+    await queue.queue([copy(1, i) for i in range(10)] + [copy(2, 0), copy(3, 0), copy(2, 1)])
+    await queue.queue([screen(4), screen(5)])
+    claimed = await queue.claim(now, 5)
+    assert [(m.user_id, m.payload.get("index")) for m in claimed] == [(4, None), (5, None), (1, 0), (2, 0), (3, 0)]
+    assert [m.attempts for m in claimed] == [1] * 5
+    # While their first copies are held, users 1 and 2 wait; user 3 has nothing more.
+    assert await queue.claim(now, 10) == []
+    await queue.sent_many([(m.message_id, {"message_id": 1}) for m in claimed])
+    again = await queue.claim(now, 10, per_user=2)
+    assert [(m.user_id, m.payload["index"]) for m in again] == [(1, 1), (2, 1), (1, 2)]
+
+
+async def test_a_user_who_cannot_be_reached_stops_being_served(backend: Backend, queue: Any) -> None:
+    b: Any = backend
+    service: Any = b.service
+    users = service.gateways.bot_users()
+    cases = b.cases
+    await cases.grant_coins()(uc.GrantCoinsCommand(ANNA.user_id, LotKind.START, 50, timedelta(days=30)))
+    running = await _order(b, 5)
+    (job,) = await cases.claim_job()(uc.ClaimJobCommand(WorkerId("w")))
+    queued = await _order(b, 1)
+    for index in (0, 1):
+        art = CopyArtifact(f"copies/{running}/{index}.mp4", 10, "a" * 64, 3.0, 720, 1280)
+        await cases.checkpoint_copy()(uc.CheckpointCopyCommand(job.job_id, job.token, index, art))
+    (first, *_) = await queue.claim(b.clock.now(), 10)
+    await queue.sent_many([(first.message_id, {"message_id": 77})])
+    assert await cases.record_delivery()(uc.RecordDeliveryCommand(running, 0)) == 4  # copy 0 arrived
+
+    give_up = uc.GiveUpMessages(queue, cases.give_up_delivery())
+    stop = uc.StopServingUser(users, queue, cases.cancel_order(), give_up, b.clock)
+    stopped = await stop(uc.StopServingUserCommand(ANNA.user_id, "blocked"))
+
+    assert set(stopped.cancelled) == {running, queued}
+    assert (await cases.renew_lease()(uc.RenewLeaseCommand(job.job_id, job.token))).cancel_requested
+    assert await queue.unsent_of(ANNA.user_id) == []  # copy 1 and the queued order's close: given up
+    assert await users.blocked([ANNA.user_id]) == {ANNA.user_id}
+    await cases.acknowledge_cancel()(job.job_id, job.token)  # the worker stopped
+    async with b.new_uow() as uow:
+        states = [(await uow.orders.get(o)).state for o in (running, queued)]
+        account = await uow.accounts.get(ANNA.user_id)
+    assert states == [OrderState.CANCELLED, OrderState.CANCELLED]
+    balance = account.balance(b.clock.now())
+    assert (balance.available, balance.reserved, balance.debited) == (46, 0, 4)  # only copy 0 was charged
+    # What the cancel wrote afterwards is claimed as the user's, marked blocked: core gives it up.
+    (closed,) = await queue.claim(b.clock.now(), 10)
+    assert closed.kind == "order_closed" and closed.blocked
+    assert await stop(uc.StopServingUserCommand(ANNA.user_id, "blocked")) == uc.Stopped((), 1)
+
+    # Writing again makes the user reachable.
+    inbox = service.gateways.inbox()
+    await inbox.add([InboxEvent(1, ANNA, "text", text="/balance")], b.clock.now())
+    processor = service.bot.inbox_processor()
+    while await processor.turn():
+        pass
+    assert await users.blocked([ANNA.user_id]) == set()
+    (balance_screen,) = await queue.claim(b.clock.now(), 10)
+    assert not balance_screen.blocked
+
+
+async def _order(b: Any, copies: int) -> Any:
+    quote = await b.cases.quote_order()(uc.QuoteOrderCommand(ANNA.user_id, f"sources/9/{copies}.mp4", copies))
+    return await b.cases.confirm_order()(uc.ConfirmOrderCommand(ANNA.user_id, quote.quote_id, quote.token))
