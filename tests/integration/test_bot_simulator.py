@@ -1,4 +1,9 @@
-"""The Bot API simulator seen through the real aiogram `Bot` over HTTP, as the edge role sees Telegram."""
+"""The Bot API simulator seen through the real aiogram `Bot` over HTTP, as the edge role sees Telegram.
+
+Every simulator here runs the strict profile (Telegram's flood control, 502s and slow answers) unless
+a test says why not. Fault draws follow the order of calls from a fixed seed, so a test that makes the
+same calls meets the same faults every run; one whose number of calls depends on timing retries 502s
+as any client must."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from aiogram.exceptions import (
     TelegramEntityTooLarge,
     TelegramForbiddenError,
     TelegramRetryAfter,
+    TelegramServerError,
     TelegramUnauthorizedError,
 )
 from aiogram.filters import CommandStart
@@ -250,19 +256,65 @@ async def test_webhook_delivers_in_order_with_the_secret_and_retries(sim, bot):
         await runner.cleanup()
 
 
-async def test_sending_too_fast_gets_429_with_retry_after():
-    async with BotApiSimulator(chat_rate=2, global_rate=30) as sim:
-        bot = aiogram_bot(sim)
-        user = sim.create_user()
+async def test_sending_too_fast_gets_429_and_again_inside_the_window(sim, bot):
+    user, other = sim.create_user(), sim.create_user()
+    user.send_text("hi")
+    other.send_text("hi")
+    for text in ("1", "2", "3"):  # a short burst is allowed
+        await bot.send_message(user.id, text)
+    with pytest.raises(TelegramRetryAfter) as limited:
+        await bot.send_message(user.id, "4")
+    assert limited.value.retry_after == 1
+    assert "Too Many Requests: retry after 1" in limited.value.message
+    with pytest.raises(TelegramRetryAfter):
+        await bot.send_message(user.id, "5")
+    await bot.send_message(other.id, "a window covers its chat only")
+    await asyncio.sleep(1.0)
+    await bot.send_message(user.id, "6")
+    assert [e.text for e in user.received] == ["1", "2", "3", "6"]
+    async with httpx.AsyncClient(base_url=f"{sim.url}/_sim") as control:
+        stats = (await control.get("/stats")).json()
+    assert (stats["refused_429"], stats["flood_violations"]) == (2, 1)
+
+
+async def test_a_blocked_user_and_a_file_telegram_cannot_serve(sim, bot):
+    user = sim.create_user()
+    user.send_text("hi")
+    await bot.send_message(user.id, "welcome")
+    user.block()
+    for _ in range(2):
+        with pytest.raises(TelegramForbiddenError, match="bot was blocked by the user"):
+            await bot.send_message(user.id, "your copy")
+    assert sim.state.sends_after_blocked == 1
+    user.send_video_ref("BAACgone")
+    (update,) = [u for u in await next_updates(bot) if u.message.video]
+    with pytest.raises(TelegramBadRequest) as refused:
+        await bot.get_file(update.message.video.file_id)
+    assert refused.value.message == "Bad Request: wrong file_id or the file is temporarily unavailable"
+
+
+async def test_faults_on_the_quick_path_502_and_slow_answers_in_order():
+    async with BotApiSimulator(fault_rate=1.0, slow_rate=0.0) as failing:
+        bot = aiogram_bot(failing)
+        user = failing.create_user()
         user.send_text("hi")
-        await bot.send_message(user.id, "1")
-        await bot.send_message(user.id, "2")
-        with pytest.raises(TelegramRetryAfter) as limited:
-            await bot.send_message(user.id, "3")
-        assert limited.value.retry_after >= 1
-        assert "Too Many Requests: retry after" in limited.value.message
-        assert len(user.received) == 2
+        with pytest.raises(TelegramServerError, match="Bad Gateway"):  # aiogram posts a form: through ASGI
+            await bot.send_message(user.id, "lost")
+        async with httpx.AsyncClient() as raw:  # JSON: answered in the HTTP protocol
+            quick = await raw.post(f"{failing.url}/bot{bot.token}/sendMessage", json={"chat_id": user.id, "text": "x"})
+        assert quick.status_code == 502
+        assert quick.json() == {"ok": False, "error_code": 502, "description": "Bad Gateway"}
+        assert user.received == [] and failing.state.faults == 2
         await bot.session.close()
+    async with BotApiSimulator(fault_rate=0.0, slow_rate=1.0, slow_s=0.3, chat_burst=10) as slow:
+        token = slow.create_bot()
+        user = slow.create_user()
+        user.send_text("hi")
+        started = asyncio.get_running_loop().time()
+        answers = await pipelined(slow, token, user.id, ["one", "two", "three"])
+        assert asyncio.get_running_loop().time() - started >= 0.3
+        assert answers.index(b'"text":"one"') < answers.index(b'"text":"two"') < answers.index(b'"text":"three"')
+        assert slow.state.slow_answers == 3
 
 
 async def test_stars_payment_and_refund(sim, bot):
@@ -338,7 +390,11 @@ async def test_concurrent_users_lose_and_repeat_no_update(sim, bot):
     seen: list[str] = []
     offset = 0
     while len(seen) < 200:
-        for update in await bot.get_updates(offset=offset, timeout=2, limit=7):
+        try:
+            batch = await bot.get_updates(offset=offset, timeout=2, limit=7)
+        except TelegramServerError:  # the strict profile's 502s: a poller asks again, losing nothing
+            continue
+        for update in batch:
             seen.append(update.message.text)
             offset = update.update_id + 1
     await senders
@@ -434,7 +490,10 @@ async def test_an_abandoned_long_poll_loses_no_update(sim, bot):
 async def test_stats_count_polls(sim, bot):
     """What a load run watches: a poller is running once `polls` is above zero."""
     async with httpx.AsyncClient(base_url=f"{sim.url}/_sim") as control:
-        assert (await control.get("/stats")).json()["polls"] == 0
+        assert (await control.get("/stats")).json() == {
+            "delivered": 0, "users": 0, "polls": 0, "flood_violations": 0, "refused_429": 0,
+            "sends_after_blocked": 0, "faults": 0, "slow_answers": 0, "sent_by_kind": {},
+        }
         await next_updates(bot, timeout=0)
         await next_updates(bot, timeout=0)
         assert (await control.get("/stats")).json()["polls"] == 2
@@ -484,18 +543,24 @@ async def test_pipelined_json_calls_are_answered_in_order(sim, bot):
     """Two requests written at once on one connection: the answers come back in their order."""
     user = sim.create_user()
     user.send_text("/start")
-    bodies = [f'{{"chat_id": {user.id}, "text": "{text}"}}'.encode() for text in ("one", "two", "three")]
+    answers = await pipelined(sim, bot.token, user.id, ["one", "two", "three"])
+    assert answers.index(b'"text":"one"') < answers.index(b'"text":"two"') < answers.index(b'"text":"three"')
+
+
+async def pipelined(sim: BotApiSimulator, token: str, chat_id: int, texts: list[str]) -> bytes:
+    """sendMessage calls written at once on one connection; the raw answers, once all have come."""
+    bodies = [f'{{"chat_id": {chat_id}, "text": "{text}"}}'.encode() for text in texts]
     requests = b"".join(
-        b"POST /bot" + bot.token.encode() + b"/sendMessage HTTP/1.1\r\nHost: sim\r\nContent-Type: application/json\r\n"
+        b"POST /bot" + token.encode() + b"/sendMessage HTTP/1.1\r\nHost: sim\r\nContent-Type: application/json\r\n"
         b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body for body in bodies
     )
     reader, writer = await asyncio.open_connection(sim.host, sim.port)
     writer.write(requests)
     await writer.drain()
     answers = b""
-    while answers.count(b'"ok":true') < 3:
+    while answers.count(b'"ok":true') < len(texts):
         chunk = await asyncio.wait_for(reader.read(65536), 5)
         assert chunk, "the connection closed early"
         answers += chunk
     writer.close()
-    assert answers.index(b'"text":"one"') < answers.index(b'"text":"two"') < answers.index(b'"text":"three"')
+    return answers

@@ -1,4 +1,5 @@
-"""The simulator's state and parameter parsing without HTTP: rate limits, the update queue, multipart."""
+"""The simulator's state and parameter parsing without HTTP, on the strict defaults: the update queue,
+multipart, a first look at flood control."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def state(clock, tmp_path):
-    state = SimulatorState(Settings(chat_rate=2, global_rate=3), files_dir=tmp_path, clock=clock)
+    state = SimulatorState(Settings(), files_dir=tmp_path, clock=clock)
     yield state
     state.close()
 
@@ -55,22 +56,24 @@ def test_json_and_form_values_read_alike():
         Params({"chat_id": "x"}).int("chat_id")
 
 
-async def test_sends_over_the_chat_rate_get_429_until_the_second_passes(state, clock):
+async def test_a_chat_takes_a_burst_then_one_a_second_and_the_bot_thirty(state, clock):
+    """The strict defaults; test_sim_flood.py has the buckets and windows in detail."""
     bot = state.create_bot()
-    users = [create_user(state, bot) for _ in range(2)]
+    users = [create_user(state, bot) for _ in range(12)]
     for user in users:
         user.send_text("hi")
-    send = Params({"chat_id": users[0].id, "text": "x"})
-    await call(state, bot.token, "sendMessage", send)
-    await call(state, bot.token, "sendMessage", send)
+    one = Params({"chat_id": users[0].id, "text": "x"})
+    for _ in range(3):
+        await call(state, bot.token, "sendMessage", one)
     with pytest.raises(BotApiError) as limited:
-        await call(state, bot.token, "sendMessage", send)
+        await call(state, bot.token, "sendMessage", one)
     assert (limited.value.error_code, limited.value.retry_after) == (429, 1)
-    await call(state, bot.token, "sendMessage", Params({"chat_id": users[1].id, "text": "x"}))
-    with pytest.raises(BotApiError, match="Too Many Requests: retry after 1"):  # now the bot's total is full
-        await call(state, bot.token, "sendMessage", Params({"chat_id": users[1].id, "text": "y"}))
-    clock.now += 1.01
-    assert (await call(state, bot.token, "sendMessage", send))["text"] == "x"
+    clock.now += 1.0
+    await call(state, bot.token, "sendMessage", one)
+    for user in [u for u in users[1:11] for _ in range(3)][:29]:  # with the one above: 30 this second
+        await call(state, bot.token, "sendMessage", Params({"chat_id": user.id, "text": "y"}))
+    with pytest.raises(BotApiError, match="Too Many Requests: retry after 1"):
+        await call(state, bot.token, "sendMessage", Params({"chat_id": users[11].id, "text": "z"}))
 
 
 async def test_offset_confirms_and_negative_offset_keeps_the_last(state):

@@ -16,10 +16,11 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from videocopies.adapters.telegram.simulator import methods, params
+from videocopies.adapters.telegram.simulator.accounts import BotAccount, Update, Webhook
 from videocopies.adapters.telegram.simulator.control import control_routes
 from videocopies.adapters.telegram.simulator.errors import BotApiError
-from videocopies.adapters.telegram.simulator.fastpath import bot_call, json_body
-from videocopies.adapters.telegram.simulator.state import BotAccount, SimulatorState, Update, Webhook
+from videocopies.adapters.telegram.simulator.fastpath import BAD_GATEWAY_BODY, SLOW_CALL, bot_call, json_body
+from videocopies.adapters.telegram.simulator.state import BAD_GATEWAY, SLOW, SimulatorState
 
 log = logging.getLogger(__name__)
 _STOP = object()
@@ -129,10 +130,18 @@ def create_app(state: SimulatorState) -> ASGIApp:
             chunks.append(message.get("body", b""))
             if not message.get("more_body"):
                 break
+        waits = method.lower() == "getupdates"
+        # The fast path drew this call's fault already when it handed a slow one over.
+        fault = SLOW if scope.get(SLOW_CALL) else state.draw_fault(may_wait=not waits)
+        if fault == BAD_GATEWAY:
+            await _reply(send, 502, BAD_GATEWAY_BODY)
+            return
+        if fault == SLOW:
+            await asyncio.sleep(state.settings.slow_s)
         content_type = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"content-type"), "")
         try:
             p = params.parse(scope["query_string"].decode("latin-1"), content_type, b"".join(chunks))
-            if method.lower() == "getupdates":
+            if waits:
                 result = await _unless_disconnected(receive, methods.call(state, token, method, p))
             else:
                 result = await methods.call(state, token, method, p)
@@ -144,6 +153,11 @@ def create_app(state: SimulatorState) -> ASGIApp:
         await _reply(send, 200, json_body({"ok": True, "result": result}))
 
     async def download(request: Request) -> Response:
+        fault = state.draw_fault()
+        if fault == BAD_GATEWAY:
+            return Response(BAD_GATEWAY_BODY, status_code=502, media_type="application/json")
+        if fault == SLOW:
+            await asyncio.sleep(state.settings.slow_s)
         with state.lock:
             known = request.path_params["token"] in state.bots
             stored = state.files.by_path(request.path_params["path"])

@@ -6,19 +6,24 @@ import html
 import re
 
 from videocopies.adapters.telegram.simulator import errors
+from videocopies.adapters.telegram.simulator.accounts import BotAccount, Chat
 from videocopies.adapters.telegram.simulator.errors import BotApiError, bad_request, forbidden
 from videocopies.adapters.telegram.simulator.params import Params
-from videocopies.adapters.telegram.simulator.state import BotAccount, Chat, SimulatorState
+from videocopies.adapters.telegram.simulator.state import SimulatorState
 
 
-def target_chat(state: SimulatorState, bot: BotAccount, p: Params, *, require_started: bool = True) -> Chat:
+def target_chat(
+    state: SimulatorState, bot: BotAccount, p: Params, *, require_started: bool = True, reaches_user: bool = True,
+) -> Chat:
+    """The chat a call names. `reaches_user`: the call shows the user something (a message, an edit,
+    a chat action), which Telegram refuses with 403 once the user blocked the bot."""
     if not p.has("chat_id"):
         raise bad_request("chat_id is empty")
     chat = bot.chats.get(p.int("chat_id"))
     if chat is None:
         raise BotApiError(400, errors.CHAT_NOT_FOUND)
-    if require_started and chat.blocked:
-        raise forbidden("bot was blocked by the user")
+    if reaches_user:
+        state.refuse_blocked(chat)
     if require_started and not chat.started:
         raise forbidden("bot can't initiate conversation with a user")
     return chat

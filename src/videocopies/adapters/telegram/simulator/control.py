@@ -80,6 +80,30 @@ def control_routes(state: SimulatorState) -> list[Route]:
         query_id = user(request).press(int(data["message_id"]), str(data["data"]))
         return JSONResponse({"callback_query_id": query_id}, status_code=201)
 
+    async def press_raw(request: Request) -> Response:
+        data = await body(request)
+        if not isinstance(data.get("data"), str | None) or not isinstance(data.get("message_id"), int | None):
+            raise ValueError("data must be a string or null, message_id an integer or null")
+        query_id = user(request).press_raw(data.get("data"), data.get("message_id"))
+        return JSONResponse({"callback_query_id": query_id}, status_code=201)
+
+    async def send_video_ref(request: Request) -> Response:
+        data = await body(request)
+        fields = {k: data[k] for k in ("width", "height", "duration", "file_size", "file_name", "mime_type",
+                                       "caption") if k in data}
+        message = user(request).send_video_ref(str(data["file_id"]), data.get("file_unique_id"), **fields)
+        return JSONResponse(message, status_code=201)
+
+    async def push_raw(request: Request) -> Response:
+        """Any update, as given: {"bot_token"?, "kind", "payload"}; {"update_id": null} when the bot
+        did not ask for that kind (nothing is queued then)."""
+        data = await body(request)
+        bot = state.bots[data["bot_token"]] if data.get("bot_token") else state.default_bot()
+        update = state.push_raw(bot, data["kind"], data.get("payload"))
+        if update is None:
+            return JSONResponse({"update_id": None})
+        return JSONResponse({"update_id": update.update_id}, status_code=201)
+
     async def pay(request: Request) -> Response:
         data = await body(request)
         query_id = user(request).pay(int(data["message_id"]),
@@ -148,11 +172,9 @@ def control_routes(state: SimulatorState) -> list[Route]:
         })
 
     async def stats(request: Request) -> Response:
-        """Counters cheap enough to poll during a load run: {"delivered", "users", "polls"}
-        (getUpdates calls so far: a bot's poller is running once it is above zero)."""
-        with state.lock:
-            polls = sum(bot.poll_generation for bot in state.bots.values())
-            return JSONResponse({"delivered": state.delivered, "users": len(state.users), "polls": polls})
+        """Counters cheap enough to poll during a load run (see `SimulatorState.stats`); `polls`
+        counts getUpdates calls, so a bot's poller is running once it is above zero."""
+        return JSONResponse(state.stats())
 
     async def file(request: Request) -> Response:
         file_id = request.path_params["file_id"]
@@ -170,10 +192,13 @@ def control_routes(state: SimulatorState) -> list[Route]:
         Route("/burst", guarded(burst), methods=["POST"]),
         Route("/received", guarded(received_many), methods=["GET"]),
         Route("/stats", guarded(stats), methods=["GET"]),
+        Route("/updates", guarded(push_raw), methods=["POST"]),
         Route("/users/{user_id:int}/messages", guarded(send_text), methods=["POST"]),
         Route("/users/{user_id:int}/videos", guarded(send_video), methods=["POST"]),
         Route("/users/{user_id:int}/documents", guarded(send_document), methods=["POST"]),
         Route("/users/{user_id:int}/presses", guarded(press), methods=["POST"]),
+        Route("/users/{user_id:int}/raw_presses", guarded(press_raw), methods=["POST"]),
+        Route("/users/{user_id:int}/video_refs", guarded(send_video_ref), methods=["POST"]),
         Route("/users/{user_id:int}/payments", guarded(pay), methods=["POST"]),
         Route("/users/{user_id:int}/payments/{query_id}", guarded(payment), methods=["GET"]),
         Route("/users/{user_id:int}/block", guarded(block), methods=["POST"]),

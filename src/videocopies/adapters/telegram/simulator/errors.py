@@ -6,7 +6,8 @@ import attrs
 
 QUERY_TOO_OLD = "Bad Request: query is too old and response timeout expired or query ID is invalid"
 CHAT_NOT_FOUND = "Bad Request: chat not found"
-WRONG_FILE_ID = "Bad Request: wrong file identifier/HTTP URL specified"
+WRONG_FILE_ID = "Bad Request: wrong file identifier/HTTP URL specified"  # sending by an unknown file_id
+WRONG_FILE_ID_OR_UNAVAILABLE = "Bad Request: wrong file_id or the file is temporarily unavailable"  # getFile
 MESSAGE_TO_EDIT_NOT_FOUND = "Bad Request: message to edit not found"
 NOT_MODIFIED = (
     "Bad Request: message is not modified: specified new message content and reply markup are exactly "
@@ -31,6 +32,10 @@ class BotApiError(Exception):
         if self.retry_after is not None:
             body["parameters"] = {"retry_after": self.retry_after}
         return body
+
+
+# What the Bot API answers when it fails itself (a call to retry): the simulator's injected faults.
+BAD_GATEWAY_ANSWER = {"ok": False, "error_code": 502, "description": "Bad Gateway"}
 
 
 def bad_request(detail: str) -> BotApiError:

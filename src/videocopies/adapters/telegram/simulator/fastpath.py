@@ -5,7 +5,11 @@ calls, on the same machine as the system it measures. Through ASGI each one cost
 a scope and two writes; here it is parsed, answered under the state's lock and written back
 in one piece, as the method itself is quick. Everything else (getUpdates' long poll, the
 webhook methods, uploads, downloads, the control endpoints) and any request this path is
-unsure of go through ASGI as before, so both paths answer alike (tests drive both)."""
+unsure of go through ASGI as before, so both paths answer alike (tests drive both).
+
+Injected faults are drawn here once the headers say the call is quick: a 502 is answered here
+too, while a call drawn to be slow is handed to ASGI, which can wait without holding up the
+protocol (and uvicorn keeps pipelined answers in order there)."""
 
 from __future__ import annotations
 
@@ -16,10 +20,12 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from videocopies.adapters.telegram.simulator import methods, params
-from videocopies.adapters.telegram.simulator.errors import BotApiError
-from videocopies.adapters.telegram.simulator.state import SimulatorState
+from videocopies.adapters.telegram.simulator.errors import BAD_GATEWAY_ANSWER, BotApiError
+from videocopies.adapters.telegram.simulator.state import BAD_GATEWAY, SLOW, SimulatorState
 
 Answer = Callable[[str, str, bytes], tuple[int, bytes]]
+SLOW_CALL = "videocopies.simulator.slow"  # the ASGI scope key of a call the fast path drew as slow
+_FAILED = ("", "")  # `_quick` of a call drawn to fail: answered 502 without reading it
 
 
 def bot_call(path: str) -> tuple[str, str] | None:
@@ -34,6 +40,9 @@ def bot_call(path: str) -> tuple[str, str] | None:
 
 def json_body(payload: object) -> bytes:
     return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+BAD_GATEWAY_BODY = json_body(BAD_GATEWAY_ANSWER)
 
 
 def answerer(state: SimulatorState) -> Answer:
@@ -51,11 +60,15 @@ def answerer(state: SimulatorState) -> Answer:
 
 def protocol_for(state: SimulatorState) -> type[HttpToolsProtocol]:
     """uvicorn's `http` protocol class, answering this state's quick calls itself."""
-    return type("SimulatorHttpProtocol", (QuickBotApiProtocol,), {"answer": staticmethod(answerer(state))})
+    draw_fault = state.draw_fault if state.settings.fault_rate or state.settings.slow_rate else None
+    return type("SimulatorHttpProtocol", (QuickBotApiProtocol,), {
+        "answer": staticmethod(answerer(state)), "draw_fault": staticmethod(draw_fault),
+    })
 
 
 class QuickBotApiProtocol(HttpToolsProtocol):
     answer: Answer
+    draw_fault: Callable[[], str | None] | None
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -64,6 +77,13 @@ class QuickBotApiProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._quick = self._quick_call()
+        if self._quick is not None and self.draw_fault is not None:
+            fault = self.draw_fault()
+            if fault == BAD_GATEWAY:
+                self._quick = _FAILED
+            elif fault == SLOW:
+                self._quick = None
+                self.scope[SLOW_CALL] = True
         if self._quick is None:
             super().on_headers_complete()
 
@@ -77,7 +97,10 @@ class QuickBotApiProtocol(HttpToolsProtocol):
         if self._quick is None:
             super().on_message_complete()
             return
-        status, body = self.answer(*self._quick, b"".join(self._quick_body))
+        if self._quick is _FAILED:
+            status, body = 502, BAD_GATEWAY_BODY
+        else:
+            status, body = self.answer(*self._quick, b"".join(self._quick_body))
         self._quick, self._quick_body = None, []
         keep_alive = self.parser.should_keep_alive()
         head = [STATUS_LINE[status]]

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 
 from videocopies.adapters.telegram.simulator import errors
+from videocopies.adapters.telegram.simulator.accounts import DEFAULT_UPDATE_KINDS, BotAccount, Chat, Webhook
 from videocopies.adapters.telegram.simulator.chats import message_text, new_message, reply_markup, target_chat
 from videocopies.adapters.telegram.simulator.errors import BotApiError, bad_request
 from videocopies.adapters.telegram.simulator.files import (
@@ -21,13 +22,7 @@ from videocopies.adapters.telegram.simulator.payments import (
     refund_star_payment,
     send_invoice,
 )
-from videocopies.adapters.telegram.simulator.state import (
-    DEFAULT_UPDATE_KINDS,
-    BotAccount,
-    Chat,
-    SimulatorState,
-    Webhook,
-)
+from videocopies.adapters.telegram.simulator.state import SimulatorState
 
 Method = Callable[[SimulatorState, BotAccount, Params], object]
 MAX_TEXT = 4096
@@ -150,7 +145,7 @@ def get_file(state: SimulatorState, bot: BotAccount, p: Params) -> dict:
         raise bad_request("file_id not specified")
     stored = state.files.get(file_id)
     if stored is None:
-        raise bad_request("invalid file_id")
+        raise BotApiError(400, errors.WRONG_FILE_ID_OR_UNAVAILABLE)
     if not state.local and stored.size > CLOUD_DOWNLOAD_LIMIT:
         raise bad_request("file is too big")
     body = {"file_id": stored.file_id, "file_unique_id": stored.file_unique_id, "file_size": stored.size}
@@ -169,7 +164,7 @@ def answer_callback_query(state: SimulatorState, bot: BotAccount, p: Params) -> 
 
 
 def delete_message(state: SimulatorState, bot: BotAccount, p: Params) -> bool:
-    chat = target_chat(state, bot, p, require_started=False)
+    chat = target_chat(state, bot, p, require_started=False, reaches_user=False)
     if chat.messages.pop(p.int("message_id", 0), None) is None:
         raise bad_request("message to delete not found")
     return True

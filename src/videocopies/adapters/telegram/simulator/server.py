@@ -15,7 +15,8 @@ import uvloop
 
 from videocopies.adapters.telegram.simulator.app import create_app
 from videocopies.adapters.telegram.simulator.fastpath import protocol_for
-from videocopies.adapters.telegram.simulator.state import Settings, SimulatorState
+from videocopies.adapters.telegram.simulator.settings import Settings
+from videocopies.adapters.telegram.simulator.state import SimulatorState
 from videocopies.adapters.telegram.simulator.users import SimulatedUser, create_user
 
 if TYPE_CHECKING:  # aiogram costs seconds to import: the simulator process never needs it

@@ -1,4 +1,4 @@
-"""The simulator's in-memory world: bots, users, their private chats, pending updates and payments.
+"""The simulator's in-memory world (accounts.py), and what Telegram refuses or fails at in it.
 
 Everything here is synchronous and guarded by one lock, so the HTTP app (in the server's thread)
 and a test (in its own event loop) can both drive it; waiting is done on `Signal`s."""
@@ -6,196 +6,23 @@ and a test (in its own event loop) can both drive it; waiting is done on `Signal
 from __future__ import annotations
 
 import itertools
-import math
+import random
 import secrets
 import tempfile
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-import attrs
-
-from videocopies.adapters.telegram.simulator.errors import BotApiError
+from videocopies.adapters.telegram.simulator.accounts import BotAccount, Chat, Profile, Received, Update
+from videocopies.adapters.telegram.simulator.errors import BotApiError, forbidden
 from videocopies.adapters.telegram.simulator.files import FileStore
-from videocopies.adapters.telegram.simulator.signal import Signal
+from videocopies.adapters.telegram.simulator.flood import retry_after, too_many_requests
+from videocopies.adapters.telegram.simulator.settings import Settings
 
-# What Telegram sends when getUpdates/setWebhook never named allowed_updates.
-DEFAULT_UPDATE_KINDS = frozenset(
-    {"message", "edited_message", "channel_post", "edited_channel_post", "inline_query", "chosen_inline_result",
-     "callback_query", "shipping_query", "pre_checkout_query", "poll", "poll_answer", "my_chat_member",
-     "chat_join_request", "business_connection", "business_message", "edited_business_message",
-     "deleted_business_messages", "purchased_paid_media", "chat_boost", "removed_chat_boost"}
-)
-
-
-@attrs.frozen
-class Settings:
-    mode: str = "cloud"  # "cloud" (api.telegram.org limits) or "local" (a local Bot API server)
-    callback_deadline: float = 15.0  # seconds after a press within which answerCallbackQuery works
-    pre_checkout_deadline: float = 10.0
-    chat_rate: int | None = 20  # sends per second per chat before 429; None: no limit
-    global_rate: int | None = 30  # sends per second per bot before 429
-    webhook_retry_delay: float = 0.2
-    # Telegram never reuses an update id; a simulator restarted before the same bot's service
-    # must not either, or the service takes its updates for ones it has already stored.
-    first_update_id: int = 1
-
-
-@attrs.define(eq=False)
-class Update:
-    update_id: int
-    kind: str
-    payload: dict
-
-    def to_json(self) -> dict:
-        return {"update_id": self.update_id, self.kind: self.payload}
-
-
-@attrs.define(eq=False)
-class Received:
-    """One thing the bot did in a user's chat: a new message, or an edit of an earlier one."""
-
-    seq: int
-    method: str
-    message: dict
-    at: float
-
-    @property
-    def kind(self) -> str:
-        return "edit" if self.method.startswith("edit") else "new"
-
-    @property
-    def text(self) -> str:
-        return self.message.get("text") or self.message.get("caption") or ""
-
-    @property
-    def message_id(self) -> int:
-        return self.message["message_id"]
-
-    @property
-    def buttons(self) -> list[str]:
-        """The callback data of every inline button, row by row."""
-        return [b["callback_data"] for b in inline_buttons(self.message) if "callback_data" in b]
-
-    def to_json(self) -> dict:
-        return {"seq": self.seq, "method": self.method, "kind": self.kind, "at": self.at, "message": self.message}
-
-
-@attrs.define(eq=False)
-class Profile:
-    id: int
-    first_name: str
-    language_code: str | None = None
-    last_name: str | None = None
-    username: str | None = None
-
-    def to_json(self) -> dict:
-        body: dict = {"id": self.id, "is_bot": False, "first_name": self.first_name}
-        for name in ("last_name", "username", "language_code"):
-            if (value := getattr(self, name)) is not None:
-                body[name] = value
-        return body
-
-    def chat_json(self) -> dict:
-        body: dict = {"id": self.id, "type": "private", "first_name": self.first_name}
-        if self.last_name:
-            body["last_name"] = self.last_name
-        if self.username:
-            body["username"] = self.username
-        return body
-
-
-@attrs.define(eq=False)
-class Chat:
-    """The private chat between one user and one bot, as the user's app shows it."""
-
-    user: Profile
-    messages: dict[int, dict] = attrs.Factory(dict)
-    received: list[Received] = attrs.Factory(list)
-    cursor: int = 0  # seq of the last record handed out by `next_message`
-    started: bool = False
-    blocked: bool = False
-    changed: Signal = attrs.Factory(Signal)
-    sends: deque = attrs.Factory(deque)
-
-
-@attrs.define(eq=False)
-class Webhook:
-    url: str
-    secret_token: str | None = None
-    last_error: str | None = None
-    last_error_date: int | None = None
-
-
-@attrs.define(eq=False)
-class CallbackQuery:
-    id: str
-    user_id: int
-    pressed_at: float
-    answered: bool = False
-
-
-@attrs.define(eq=False)
-class Invoice:
-    chat_id: int
-    message_id: int
-    title: str
-    payload: str
-    currency: str
-    total_amount: int
-
-
-@attrs.define(eq=False)
-class PreCheckout:
-    id: str
-    user_id: int
-    invoice: Invoice
-    created_at: float
-    delivery: str  # "deliver", "drop" or "duplicate": what happens to the successful_payment update
-    outcome: str = "pending"  # pending, paid, declined, expired
-    error_message: str | None = None
-    charge_id: str | None = None
-
-
-@attrs.define(eq=False)
-class Charge:
-    id: str
-    user_id: int
-    amount: int
-    payload: str
-    refunded: bool = False
-
-
-@attrs.define(eq=False)
-class BotAccount:
-    id: int
-    token: str
-    username: str
-    first_name: str
-    pending: list[Update] = attrs.Factory(list)
-    updates_changed: Signal = attrs.Factory(Signal)
-    allowed_updates: frozenset[str] = DEFAULT_UPDATE_KINDS
-    webhook: Webhook | None = None
-    poll_generation: int = 0
-    chats: dict[int, Chat] = attrs.Factory(dict)
-    callback_queries: dict[str, CallbackQuery] = attrs.Factory(dict)
-    invoices: dict[tuple[int, int], Invoice] = attrs.Factory(dict)
-    pre_checkouts: dict[str, PreCheckout] = attrs.Factory(dict)
-    charges: dict[str, Charge] = attrs.Factory(dict)
-    transactions: list[dict] = attrs.Factory(list)
-    sends: deque = attrs.Factory(deque)
-
-    def to_json(self) -> dict:
-        return {
-            "id": self.id, "is_bot": True, "first_name": self.first_name, "username": self.username,
-            "can_join_groups": True, "can_read_all_group_messages": False, "supports_inline_queries": False,
-            "can_connect_to_business": False, "has_main_web_app": False,
-        }
-
-    def user_json(self) -> dict:
-        return {"id": self.id, "is_bot": True, "first_name": self.first_name, "username": self.username}
+# What `draw_fault` answers
+BAD_GATEWAY = "bad_gateway"
+SLOW = "slow"
 
 
 class SimulatorState:
@@ -221,6 +48,16 @@ class SimulatorState:
         self._user_ids = itertools.count(100_000_001)
         self._message_ids: dict[tuple[int, int], itertools.count] = {}
         self.delivered = 0  # messages bots sent to users, all chats
+        # What a load run checks the bot against; all counted since the start.
+        self.flood_violations = 0  # sends inside an open 429 window
+        self.refused_429 = 0  # every 429, the ones that opened a window included
+        self.sends_after_blocked = 0  # sends to a chat after 403 "blocked" was answered for it
+        self.faults = 0  # calls answered 502, or late
+        self.slow_answers = 0  # of those, the late ones
+        self.sent_by_kind: dict[str, int] = {}  # successful calls that put something in a chat, by method
+        s = self.settings
+        self._fault_below, self._slow_below = s.fault_rate, s.fault_rate + s.slow_rate
+        self._random = random.Random(s.seed).random
 
     @property
     def local(self) -> bool:
@@ -283,7 +120,8 @@ class SimulatorState:
 
     # -- updates ----------------------------------------------------------------------------
 
-    def push_update(self, bot: BotAccount, kind: str, payload: dict) -> Update | None:
+    def push_update(self, bot: BotAccount, kind: str, payload: object) -> Update | None:
+        """Queue an update of `kind` for the bot, or None when the bot did not ask for that kind."""
         with self.lock:
             if kind not in bot.allowed_updates:
                 return None  # Telegram does not even create updates the bot did not ask for
@@ -291,6 +129,13 @@ class SimulatorState:
             bot.pending.append(update)
         bot.updates_changed.notify()
         return update
+
+    def push_raw(self, bot: BotAccount, kind: str, payload: object) -> Update | None:
+        """Any update, as given: what Telegram might deliver, or what an odd client could make it
+        deliver. Only the update_id is filled in; kinds the bot did not ask for are not delivered."""
+        if not isinstance(kind, str) or not kind or kind == "update_id":
+            raise ValueError(f"an update kind is a field name other than update_id, not {kind!r}")
+        return self.push_update(bot, kind, payload)
 
     def confirm_before(self, bot: BotAccount, update_id: int) -> None:
         with self.lock:
@@ -306,30 +151,66 @@ class SimulatorState:
             entry = Received(next(self._seq), method, message, self.clock())
             chat.received.append(entry)
             self.delivered += 1
+            self.sent_by_kind[method] = self.sent_by_kind.get(method, 0) + 1
         chat.changed.notify()
         return entry
 
-    # -- rate limits --------------------------------------------------------------------------
+    # -- what Telegram refuses ------------------------------------------------------------------
 
     def admit_send(self, bot: BotAccount, chat: Chat) -> None:
-        """Count one send, or refuse it with 429 when the chat or the bot is over its rate."""
+        """Take a token from the chat's and the bot's bucket, or refuse with 429 (see flood.py)."""
         now = self.clock()
-        retry = max(_retry_after(bot.sends, self.settings.global_rate, now),
-                    _retry_after(chat.sends, self.settings.chat_rate, now))
-        if retry:
-            raise BotApiError(429, f"Too Many Requests: retry after {retry}", retry_after=retry)
-        bot.sends.append(now)
-        chat.sends.append(now)
+        window = bot.flood.open_until if bot.flood.open_until > chat.flood.open_until else chat.flood.open_until
+        if window > now:
+            self.flood_violations += 1
+            self.refused_429 += 1
+            raise too_many_requests(retry_after(window - now))
+        s = self.settings
+        chat_wait = 0.0 if s.chat_rate is None else chat.flood.wait(now, s.chat_burst, s.chat_rate)
+        bot_wait = 0.0 if s.global_rate is None else bot.flood.wait(now, s.global_burst, s.global_rate)
+        if chat_wait or bot_wait:
+            retry = 0
+            for bucket, wait in ((chat.flood, chat_wait), (bot.flood, bot_wait)):
+                if wait:
+                    bucket.open_until = now + retry_after(wait)
+                    retry = max(retry, retry_after(wait))
+            self.refused_429 += 1
+            raise too_many_requests(retry)
+        if s.chat_rate is not None:
+            chat.flood.tokens -= 1.0
+        if s.global_rate is not None:
+            bot.flood.tokens -= 1.0
 
+    def refuse_blocked(self, chat: Chat) -> None:
+        """403 for a call that would reach a user who blocked the bot; counted from the second on,
+        since a sender that heard "blocked" once had no reason to try that chat again."""
+        if chat.blocked:
+            if chat.told_blocked:
+                self.sends_after_blocked += 1
+            chat.told_blocked = True
+            raise forbidden("bot was blocked by the user")
 
-def _retry_after(window: deque, rate: int | None, now: float) -> int:
-    while window and window[0] <= now - 1.0:
-        window.popleft()
-    if rate is None or len(window) < rate:
-        return 0
-    return max(1, math.ceil(window[0] + 1.0 - now))
+    def draw_fault(self, may_wait: bool = True) -> str | None:
+        """BAD_GATEWAY, SLOW or None for the next Bot API call. One draw per call, whatever the
+        answer, so the same calls in the same order meet the same faults. A call that must not wait
+        (a long poll, which is slow by design) is never SLOW."""
+        if not self._slow_below:
+            return None
+        draw = self._random()
+        if draw >= self._slow_below or (draw >= self._fault_below and not may_wait):
+            return None
+        self.faults += 1
+        if draw < self._fault_below:
+            return BAD_GATEWAY
+        self.slow_answers += 1
+        return SLOW
 
-
-def inline_buttons(message: dict) -> list[dict]:
-    markup = message.get("reply_markup") or {}
-    return [button for row in markup.get("inline_keyboard", []) for button in row]
+    def stats(self) -> dict:
+        with self.lock:
+            return {
+                "delivered": self.delivered, "users": len(self.users),
+                "polls": sum(bot.poll_generation for bot in self.bots.values()),
+                "flood_violations": self.flood_violations, "refused_429": self.refused_429,
+                "sends_after_blocked": self.sends_after_blocked, "faults": self.faults,
+                "slow_answers": self.slow_answers, "sent_by_kind": dict(self.sent_by_kind),
+            }

@@ -6,16 +6,16 @@ import re
 import secrets
 from collections.abc import Callable
 
-from videocopies.adapters.telegram.simulator.errors import UserActionRefused
-from videocopies.adapters.telegram.simulator.payments import expired
-from videocopies.adapters.telegram.simulator.state import (
+from videocopies.adapters.telegram.simulator.accounts import (
     BotAccount,
     CallbackQuery,
     PreCheckout,
     Received,
-    SimulatorState,
     inline_buttons,
 )
+from videocopies.adapters.telegram.simulator.errors import UserActionRefused
+from videocopies.adapters.telegram.simulator.payments import expired
+from videocopies.adapters.telegram.simulator.state import SimulatorState
 
 Match = Callable[[Received], bool]
 DELIVERIES = ("deliver", "drop", "duplicate")
@@ -73,6 +73,23 @@ class SimulatedUser:
             content["caption"] = caption
         return self._send(content)
 
+    def send_video_ref(
+        self, file_id: str, file_unique_id: str | None = None, *, width: int = 640, height: int = 360,
+        duration: int = 5, file_size: int | None = 1_000_000, file_name: str | None = "video.mp4",
+        mime_type: str | None = "video/mp4", caption: str | None = None,
+    ) -> dict:
+        """A video message whose file the simulator does not hold: as Telegram delivers a video it
+        can no longer serve, getFile answers "wrong file_id or the file is temporarily unavailable"."""
+        video: dict = {"file_id": file_id, "file_unique_id": file_unique_id or "AgADgone" + secrets.token_hex(6),
+                       "width": width, "height": height, "duration": duration}
+        for name, value in (("file_name", file_name), ("mime_type", mime_type), ("file_size", file_size)):
+            if value is not None:
+                video[name] = value
+        content: dict = {"video": video}
+        if caption:
+            content["caption"] = caption
+        return self._send(content)
+
     def send_document(self, data: bytes, *, file_name: str, mime_type: str | None = None) -> dict:
         with self.state.lock:
             stored = self.state.files.add(data, kind="document", file_name=file_name, mime_type=mime_type)
@@ -92,6 +109,35 @@ class SimulatedUser:
             }
         self.state.push_update(self.bot, "callback_query", payload)
         return query.id
+
+    def press_raw(self, data: str | None, message_id: int | None = None) -> str:
+        """Press a button no bot message need carry: any `data` (a NUL, 100 bytes, None for none at
+        all), as a tampering client could send. With a `message_id` the query carries that message
+        (or, if the chat has none by that id, the inaccessible-message stub Telegram sends); without,
+        an `inline_message_id` instead. The query is registered, so answerCallbackQuery works."""
+        with self.state.lock:
+            query = CallbackQuery(str(secrets.randbits(63)), self.id, self.state.clock())
+            self.bot.callback_queries[query.id] = query
+            payload: dict = {
+                "id": query.id, "from": self.profile.to_json(),
+                "chat_instance": str(-(self.bot.id * 31 + self.id) % 10**19),
+            }
+            if message_id is None:
+                payload["inline_message_id"] = secrets.token_urlsafe(18)
+            else:
+                payload["message"] = self.chat.messages.get(message_id) or {
+                    "chat": self.profile.chat_json(), "message_id": message_id, "date": 0,
+                }
+            if data is not None:
+                payload["data"] = data
+        self.state.push_update(self.bot, "callback_query", payload)
+        return query.id
+
+    def send_raw(self, kind: str, payload: object) -> int | None:
+        """Any update for this user's bot, as given (see `SimulatorState.push_raw`); its update_id,
+        or None when the bot did not ask for that kind."""
+        update = self.state.push_raw(self.bot, kind, payload)
+        return None if update is None else update.update_id
 
     def pay(self, message_id: int, *, successful_payment: str = "deliver") -> str:
         """Pay the invoice in a bot message; returns the pre-checkout query id. `successful_payment`
@@ -114,7 +160,7 @@ class SimulatedUser:
 
     def block(self, blocked: bool = True) -> None:
         with self.state.lock:
-            self.chat.blocked = blocked
+            self.chat.blocked, self.chat.told_blocked = blocked, False
 
     # -- what the user sees -------------------------------------------------------------------
 
@@ -181,8 +227,8 @@ class SimulatedUser:
 
     def _send(self, content: dict) -> dict:
         with self.state.lock:
-            if self.chat.blocked:
-                self.chat.blocked = False  # writing to a blocked bot unblocks it in the app
+            if self.chat.blocked:  # writing to a blocked bot unblocks it in the app
+                self.chat.blocked, self.chat.told_blocked = False, False
             self.chat.started = True
             message = {
                 "message_id": self.state.next_message_id(self.bot, self.id), "from": self.profile.to_json(),
