@@ -8,7 +8,7 @@ import pytest
 
 from videocopies.adapters.telegram.simulator import LAX, BotApiError, Settings, SimulatorState, create_app
 from videocopies.adapters.telegram.simulator.methods import call, call_now
-from videocopies.adapters.telegram.simulator.params import Params
+from videocopies.adapters.telegram.simulator.params import Params, Upload
 from videocopies.adapters.telegram.simulator.users import create_user
 
 MB = 1024 * 1024
@@ -121,4 +121,20 @@ async def test_poison_over_http(tmp_path):
     assert got[1]["callback_query"]["data"] == "\x00\x00\x00"
     assert got[2]["message"]["video"]["file_id"] == "BAACgone" == video.json()["video"]["file_id"]
     assert got[2]["message"]["video"]["duration"] == 1800
+    state.close()
+
+
+@pytest.mark.parametrize(("mode", "refused"), [("cloud", True), ("local", False)])
+async def test_uploads_over_50_mb_are_too_large_only_in_the_cloud(tmp_path, mode, refused):
+    state = SimulatorState(Settings(mode=mode), files_dir=tmp_path)
+    bot = state.create_bot()
+    user = create_user(state, bot)
+    user.send_text("/start")
+    upload = Params({"chat_id": user.id}, {"document": Upload("copy.mp4", b"\0" * (50 * MB + 1))})
+    if refused:
+        with pytest.raises(BotApiError) as too_large:
+            call_now(state, bot.token, "sendDocument", upload)
+        assert (too_large.value.error_code, too_large.value.description) == (413, "Request Entity Too Large")
+    else:
+        assert call_now(state, bot.token, "sendDocument", upload)["document"]["file_size"] == 50 * MB + 1
     state.close()
