@@ -110,6 +110,10 @@ class CallbackQuery:
     user_id: int
     pressed_at: float
     answered: bool = False
+    answered_at: float | None = None  # when answerCallbackQuery took effect (a call drawn slow: after its delay)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "user_id": self.user_id, "pressed_at": self.pressed_at, "answered_at": self.answered_at}
 
 
 @attrs.define(eq=False)

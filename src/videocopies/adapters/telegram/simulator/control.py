@@ -176,6 +176,15 @@ def control_routes(state: SimulatorState) -> list[Route]:
         counts getUpdates calls, so a bot's poller is running once it is above zero."""
         return JSONResponse(state.stats())
 
+    async def callback_queries(request: Request) -> Response:
+        """Every button press with when it was made and answered (null: not yet), for load runs
+        that time edge's answers: ?users=1,2,3 for some users only."""
+        wanted = {int(u) for u in request.query_params.get("users", "").split(",") if u}
+        with state.lock:
+            queries = [q.to_json() for bot in state.bots.values() for q in bot.callback_queries.values()
+                       if not wanted or q.user_id in wanted]
+        return JSONResponse({"callback_queries": queries})
+
     async def file(request: Request) -> Response:
         file_id = request.path_params["file_id"]
         with state.lock:
@@ -192,6 +201,7 @@ def control_routes(state: SimulatorState) -> list[Route]:
         Route("/burst", guarded(burst), methods=["POST"]),
         Route("/received", guarded(received_many), methods=["GET"]),
         Route("/stats", guarded(stats), methods=["GET"]),
+        Route("/callback_queries", guarded(callback_queries), methods=["GET"]),
         Route("/updates", guarded(push_raw), methods=["POST"]),
         Route("/users/{user_id:int}/messages", guarded(send_text), methods=["POST"]),
         Route("/users/{user_id:int}/videos", guarded(send_video), methods=["POST"]),

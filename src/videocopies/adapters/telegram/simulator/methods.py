@@ -159,7 +159,7 @@ def answer_callback_query(state: SimulatorState, bot: BotAccount, p: Params) -> 
         raise BotApiError(400, errors.QUERY_TOO_OLD)
     if len(p.str("text", "")) > 200:
         raise bad_request("MESSAGE_TOO_LONG")
-    query.answered = True
+    query.answered, query.answered_at = True, state.clock()
     return True
 
 
