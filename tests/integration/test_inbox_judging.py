@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.adapters.postgres.control_views import PostgresControlReadModel, control_pool
 from videocopies.application.bot.screens import render
 
 from .core_api import CoreApi, metric, serve_core
@@ -62,6 +63,18 @@ async def test_a_page_of_poison_stores_every_event_it_can(api: CoreApi) -> None:
     assert kept[6] == (0, "user: Field required")
     assert kept[9] == (109, "getFile: wrong file_id or the file is temporarily unavailable")
     assert all(len(reason) <= 200 and "AAAA" not in reason for _, reason in kept.values())
+
+    pool = control_pool(api.core.container.gateways.config.database_url())
+    await pool.open(wait=True)
+    try:
+        listed = await PostgresControlReadModel(pool).unreadable(50)
+    finally:
+        await pool.close()
+    # Newest first, as stored: the page's events in one statement, then the one nobody sent.
+    assert [(row.update_id, row.user_id) for row in listed] == [
+        (6, None), (11, 111), (9, 109), (8, 108), (4, 104), (3, 103), (2, 102),
+    ]
+    assert listed[0].reason == "user: Field required"
 
     await api.until("SELECT count(*) FROM outbox HAVING count(*) >= 8", timeout=15)
     said = dict(await api.rows("SELECT user_id, payload->>'screen' FROM outbox ORDER BY id"))

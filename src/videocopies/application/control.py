@@ -153,6 +153,16 @@ class ReconciliationView:
 
 
 @attrs.frozen
+class UnreadableView:
+    """An update the bot could not read: kept with its reason (its user told, when known)."""
+
+    at: datetime
+    update_id: int
+    user_id: int | None  # None: the user part could not be read either
+    reason: str
+
+
+@attrs.frozen
 class MinuteCount:
     minute: datetime
     count: int
@@ -195,6 +205,9 @@ class ControlReadModel(Protocol):
         ...
     async def copies_per_minute(self, since: datetime) -> Sequence[MinuteCount]: ...
     async def latency_per_minute(self, since: datetime) -> Sequence[MinuteLatency]: ...
+    async def unreadable(self, limit: int) -> Sequence[UnreadableView]:
+        """The latest updates the bot could not read, newest first."""
+        ...
 
 
 def minutes(until: datetime, window: timedelta = PLOT_WINDOW) -> list[datetime]:

@@ -18,6 +18,7 @@ from videocopies.application.control import (
     PaymentView,
     QueueDepth,
     ReconciliationView,
+    UnreadableView,
 )
 
 
@@ -33,6 +34,7 @@ class InMemoryControlReadModel:
     reconciliation_views: list[ReconciliationView] | None = None
     copies: list[MinuteCount] = attrs.Factory(list)
     latency: list[MinuteLatency] = attrs.Factory(list)
+    unreadable_views: list[UnreadableView] = attrs.Factory(list)
 
     async def nodes(self) -> Sequence[NodeView]:
         return self.node_views
@@ -70,3 +72,6 @@ class InMemoryControlReadModel:
 
     async def latency_per_minute(self, since: datetime) -> Sequence[MinuteLatency]:
         return [row for row in self.latency if row.minute >= since]
+
+    async def unreadable(self, limit: int) -> Sequence[UnreadableView]:
+        return sorted(self.unreadable_views, key=lambda u: u.at, reverse=True)[:limit]

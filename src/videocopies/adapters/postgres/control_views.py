@@ -33,6 +33,7 @@ from videocopies.application.control import (
     QueueDepth,
     ReconciliationView,
     ReservationView,
+    UnreadableView,
 )
 
 STATEMENT_TIMEOUT = "5s"
@@ -102,6 +103,15 @@ SELECT date_trunc('minute', f.first_at) AS minute,
   FROM firsts f JOIN jobs j ON j.job_id = f.job_id
  WHERE NOT EXISTS (SELECT 1 FROM job_checkpoints e WHERE e.job_id = f.job_id AND e.created_at < %(since)s)
  GROUP BY 1 ORDER BY 1
+"""
+
+
+# Backwards along the partial index of unreadable events (migration 0017).
+_UNREADABLE = """
+SELECT received_at AS at, update_id, nullif(user_id, 0) AS user_id, coalesce(payload->>'reason', '') AS reason
+  FROM inbox WHERE kind = 'unreadable'
+ ORDER BY id DESC
+ LIMIT %(limit)s
 """
 
 
@@ -192,3 +202,6 @@ class PostgresControlReadModel:
     async def latency_per_minute(self, since: datetime) -> Sequence[MinuteLatency]:
         rows = await self._all(_LATENCY_PER_MINUTE, {"since": since})
         return [MinuteLatency(row["minute"], float(row["p50_s"]), float(row["p95_s"]), row["jobs"]) for row in rows]
+
+    async def unreadable(self, limit: int) -> Sequence[UnreadableView]:
+        return [UnreadableView(**row) for row in await self._all(_UNREADABLE, {"limit": limit})]

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from videocopies.adapters.http.control.plots import bar_plot, line_plot
@@ -23,6 +23,7 @@ from videocopies.application.ports import Clock
 MAX_FORM_BYTES = 16 * 1024
 BIGGEST_USER_ID = 2**63 - 1  # user ids are bigint; a larger one is simply nobody
 LIMIT = 100
+UNREADABLE_LIMIT = 50
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
@@ -140,6 +141,9 @@ def create_app(services: ControlServices) -> FastAPI:
         recent, reconciliations = await asyncio.gather(model.payments(LIMIT), model.reconciliations(LIMIT))
         return {"payments": recent, "reconciliations": reconciliations}
 
+    async def unreadable(_request: Request) -> dict[str, Any]:
+        return {"unreadable": await services.read_model.unreadable(UNREADABLE_LIMIT)}
+
     async def user(request: Request) -> dict[str, Any]:
         model = services.read_model
         user_id = int(request.path_params["user_id"])
@@ -164,6 +168,19 @@ def create_app(services: ControlServices) -> FastAPI:
     app.add_api_route("/orders", page("orders.html", orders), methods=["GET"], response_class=HTMLResponse)
     app.add_api_route("/payments", page("payments.html", payments), methods=["GET"], response_class=HTMLResponse)
     app.add_api_route("/users/{user_id:int}", page("user.html", user), methods=["GET"], response_class=HTMLResponse)
+    app.add_api_route("/unreadable", page("unreadable.html", unreadable), methods=["GET"],
+                      response_class=HTMLResponse)
+
+    @app.get("/unreadable.json")
+    async def unreadable_json(request: Request) -> Response:
+        """The same list for scripts: [{at, update_id, user_id, reason}], newest first."""
+        if signed_in(request) is None:
+            return to_login()
+        rows = (await unreadable(request))["unreadable"]
+        return JSONResponse(
+            {"unreadable": [{**attrs.asdict(row), "at": row.at.isoformat()} for row in rows]},
+            headers=SECURITY_HEADERS,
+        )
 
     @app.get("/users", response_class=HTMLResponse)
     async def find_user(request: Request, user_id: str = "") -> Response:
