@@ -4,6 +4,7 @@ PostgreSQL and through PgBouncer."""
 from __future__ import annotations
 
 import itertools
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -212,3 +213,43 @@ async def _available(chat: Chat, user: BotUser) -> int:
         account = await uow.accounts.get(user.user_id)
     assert account is not None
     return account.balance(chat.backend.clock.now()).available
+
+
+async def test_a_video_still_fetching_holds_its_users_later_events_until_edge_completes_it(chat: Chat) -> None:
+    """A press made while the video downloads is stored at once but handled after the video, in
+    order; other users are served meanwhile; edge's completion frees the user."""
+    now = chat.backend.clock.now()
+    fetching = StoredVideo("f", 0, 0.0, 0, 0, "video/mp4", None, file_unique_id="u1", fetching=True)
+    await chat.inbox.add([InboxEvent(700, BOB, "video", video=fetching),
+                          InboxEvent(701, BOB, "text", text="/balance"),
+                          InboxEvent(702, ANNA, "text", text="/help")], now)
+    while await chat.processor.turn():
+        pass
+    assert len(await chat.received(ANNA)) == 1  # another user is served meanwhile
+    assert await chat.inbox.fetching(10) and not [m for m in await chat.received(BOB)]
+    (waiting,) = await chat.inbox.fetching(10)
+    assert waiting.update_id == 700 and waiting.video.file_unique_id == "u1"
+
+    fetched = StoredVideo("f", 4_000_000, 10.0, 720, 1280, "video/mp4", "sources/8/700.mp4", "0" * 64,
+                          file_unique_id="u1", probed=True, fps=30.0)
+    assert await chat.inbox.complete_video(700, BOB.user_id, fetched)
+    assert not await chat.inbox.complete_video(700, BOB.user_id, fetched)  # once
+    while await chat.processor.turn():
+        pass
+    choose, balance = await chat.received(BOB)
+    assert choose.buttons and "Available" in balance.text  # the video first, then the press behind it
+    assert await chat.inbox.fetching(10) == []
+
+
+async def test_a_file_that_never_comes_is_given_up_after_the_fetch_timeout(chat: Chat) -> None:
+    now = chat.backend.clock.now()
+    fetching = StoredVideo("f", 0, 0.0, 0, 0, "video/mp4", None, fetching=True)
+    await chat.inbox.add([InboxEvent(710, BOB, "video", video=fetching)], now)
+    while await chat.processor.turn():
+        pass
+    assert await chat.received(BOB) == []
+    chat.backend.clock.advance(timedelta(minutes=11))
+    while await chat.processor.turn():
+        pass
+    (unavailable,) = await chat.received(BOB)
+    assert not unavailable.buttons and "send it again" in unavailable.text.lower()

@@ -13,7 +13,7 @@ from aiogram.types import LabeledPrice
 
 from videocopies.adapters.http.client import CoreClient
 from videocopies.adapters.postgres.cluster import free_port
-from videocopies.adapters.telegram.edge import Receiver, SignedUrlSources
+from videocopies.adapters.telegram.edge import Downloads, Receiver, SignedUrlSources
 from videocopies.adapters.telegram.payments import TelegramPaymentProvider, UnconfiguredPaymentProvider
 from videocopies.adapters.telegram.simulator import BotApiSimulator
 from videocopies.application.errors import ProviderNotConfigured, RefundRefused
@@ -88,7 +88,11 @@ async def test_edge_declines_a_payment_when_core_cannot_say(
     """Telegram waits 10 seconds for the answer: with core away, edge declines in time, and
     the user is not charged."""
     core = CoreClient(f"http://127.0.0.1:{free_port()}", "edge.secret", retry_for_s=0.5)
-    receiver = Receiver(bot, core, SignedUrlSources(core), tmp_path)
+    async def nowhere(videos: list[dict]) -> None:
+        raise AssertionError("no video in this test")
+
+    downloads = Downloads(bot, SignedUrlSources(core), tmp_path, nowhere, download_limit=20 * 2**20)
+    receiver = Receiver(bot, core, downloads)
     user = sim.create_user(bot_token=bot.token, language_code="en")
     user.send_text("/start")
     offset = (await bot.get_updates(timeout=1))[-1].update_id + 1

@@ -119,6 +119,10 @@ class VideoIn(_Body):
     )
     fps: float = Field(0.0, ge=0, le=1000, description="Frames a second; 0 when unknown.")
     probed: bool = Field(False, description="duration_s, width, height and fps were measured on the file itself.")
+    fetching: bool = Field(
+        False, description="Edge is still fetching the file: the event (and its user's later ones) waits until edge "
+                           "completes it through /v1/inbox/videos.",
+    )
 
 
 class PaymentIn(_Body):
@@ -161,6 +165,20 @@ class InboxIn(_Body):
         description="Each an EventIn, judged on its own: one that does not validate is kept as `unreadable` "
                     "with the reason (keyed by its update_id when that is readable), never refusing the page.",
     )
+
+
+class FetchedVideoIn(_Body):
+    update_id: int = Field(ge=0, le=2**53)
+    user_id: int = Field(ge=1, le=2**53)
+    video: VideoIn
+
+
+class FetchedVideosIn(_Body):
+    videos: list[FetchedVideoIn] = Field(min_length=1, max_length=100)
+
+
+class FetchingIn(_Body):
+    limit: int = Field(100, ge=1, le=1000)
 
 
 class InboxOut(BaseModel):
@@ -362,6 +380,31 @@ def add_edge_routes(
             services.inbox_added()
             services.metrics.inbox_stored.inc(stored)
         return InboxOut(stored=stored, unreadable=len(judged.unreadable))
+
+    @app.post("/v1/inbox/videos", tags=["edge"])
+    async def complete_videos(body: FetchedVideosIn, _node: Storer) -> dict[str, int]:
+        """Edge fetched the files of video events it stored as fetching (or could not: `refusal`
+        says why); each event's user is handled from there. Completing one twice is a no-op."""
+        completed = 0
+        for item in body.videos:
+            key = item.video.source_key
+            if key and not key.startswith(f"sources/{item.user_id}/"):
+                raise _Forbidden("a source is stored under its own user's prefix")
+            video = StoredVideo(**item.video.model_dump(exclude={"fetching"}))
+            completed += await services.inbox.complete_video(item.update_id, UserId(item.user_id), video)
+        if completed:
+            services.inbox_added()
+        return {"completed": completed}
+
+    @app.post("/v1/inbox/fetching", tags=["edge"])
+    async def videos_fetching(body: FetchingIn, _node: Storer) -> dict[str, list[dict[str, Any]]]:
+        """Video events still waiting for their file, oldest first: an edge that starts fetches
+        them (its predecessor may have stopped half-way)."""
+        waiting = await services.inbox.fetching(body.limit)
+        return {"videos": [
+            {"update_id": e.update_id, "user_id": e.user.user_id, "video": attrs.asdict(e.video)}
+            for e in waiting if e.video is not None
+        ]}
 
     @app.post("/v1/payments/pre-checkout", tags=["edge"])
     async def pre_checkout(body: PreCheckoutIn, _node: Storer) -> PreCheckoutOut:

@@ -32,13 +32,14 @@ class InMemoryInbox:
         self.processed: dict[int, str] = {}  # update id -> outcome
         self._leases: dict[UserId, datetime] = {}
         self._ids = 0
+        self.fetch_timeout = timedelta(minutes=10)
 
     async def add(self, events: Sequence[InboxEvent], now: datetime) -> int:
         new = 0
         for event in events:
             if event.update_id not in self.events:
                 self._ids += 1
-                self.events[event.update_id] = attrs.evolve(event, event_id=self._ids)
+                self.events[event.update_id] = attrs.evolve(event, event_id=self._ids, received_at=now)
                 new += 1
         return new
 
@@ -54,13 +55,16 @@ class InMemoryInbox:
         return new
 
     async def lease_users(self, now: datetime, seconds: float, limit: int) -> Sequence[UserId]:
-        waiting = sorted(
-            (e.event_id or 0, e.user.user_id) for e in self.events.values() if e.update_id not in self.processed
-        )
+        heads: dict[UserId, InboxEvent] = {}
+        for event in sorted(self.events.values(), key=lambda e: e.event_id or 0):
+            if event.update_id not in self.processed:
+                heads.setdefault(event.user.user_id, event)
         leased: list[UserId] = []
-        for _, user_id in waiting:
+        for user_id, head in heads.items():
+            if head.waits_for_file and (head.received_at or now) > now - self.fetch_timeout:
+                continue  # its file is not there yet
             until = self._leases.get(user_id)
-            if user_id not in leased and (until is None or until <= now) and len(leased) < limit:
+            if (until is None or until <= now) and len(leased) < limit:
                 self._leases[user_id] = now + timedelta(seconds=seconds)
                 leased.append(user_id)
         return leased
@@ -87,6 +91,18 @@ class InMemoryInbox:
     async def release(self, user_ids: Sequence[UserId]) -> None:
         for user_id in user_ids:
             self._leases.pop(user_id, None)
+
+    async def complete_video(self, update_id: int, user_id: UserId, video: StoredVideo) -> bool:
+        event = self.events.get(update_id)
+        if (event is None or event.user.user_id != user_id or update_id in self.processed
+                or not event.waits_for_file):
+            return False
+        self.events[update_id] = attrs.evolve(event, video=video)
+        return True
+
+    async def fetching(self, limit: int) -> Sequence[InboxEvent]:
+        waiting = [e for e in self.events.values() if e.update_id not in self.processed and e.waits_for_file]
+        return sorted(waiting, key=lambda e: e.event_id or 0)[:limit]
 
 
 class InMemoryBotUsers:

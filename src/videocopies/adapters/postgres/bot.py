@@ -45,15 +45,42 @@ WITH added AS (
 )
 SELECT count(*) FROM added
 """
+# A user whose next event is a video edge is still fetching waits for it (edge completes the
+# event, which frees the user), unless it has waited past the fetch timeout: then it is handled
+# as a file that never came. The look is one probe of the pending index per candidate.
 _LEASE = """
 UPDATE inbox_users SET claimed_until = %(until)s
- WHERE user_id IN (SELECT user_id FROM inbox_users
-                    WHERE claimed_until IS NULL OR claimed_until <= %(now)s
-                    ORDER BY since LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+ WHERE user_id IN (SELECT u.user_id FROM inbox_users u
+                    WHERE (u.claimed_until IS NULL OR u.claimed_until <= %(now)s)
+                      AND NOT COALESCE((SELECT (i.payload->'video'->>'fetching')::boolean
+                                                AND i.received_at > %(fetch_deadline)s
+                                          FROM inbox i WHERE i.user_id = u.user_id AND i.processed_at IS NULL
+                                         ORDER BY i.id LIMIT 1), false)
+                    ORDER BY u.since LIMIT %(limit)s FOR UPDATE OF u SKIP LOCKED)
 RETURNING user_id
 """
 _PENDING = """
-SELECT id, update_id, kind, payload FROM inbox WHERE user_id = ANY(%s) AND processed_at IS NULL ORDER BY id
+SELECT id, update_id, kind, payload, received_at FROM inbox WHERE user_id = ANY(%s) AND processed_at IS NULL
+ ORDER BY id
+"""
+# The file came (or never will): the event takes edge's word, and its user is free at once.
+_COMPLETE_VIDEO = """
+WITH completed AS (
+    UPDATE inbox SET payload = jsonb_set(payload, '{video}', %(video)s::jsonb)
+     WHERE update_id = %(update_id)s AND user_id = %(user_id)s AND kind = 'video' AND processed_at IS NULL
+       AND (payload->'video'->>'fetching')::boolean
+    RETURNING user_id
+), waiting AS (
+    INSERT INTO inbox_users (user_id, since)
+    SELECT user_id, now() FROM completed
+    ON CONFLICT (user_id) DO NOTHING
+)
+SELECT count(*) FROM completed
+"""
+_FETCHING = """
+SELECT id, update_id, kind, payload, received_at FROM inbox
+ WHERE processed_at IS NULL AND kind = 'video' AND (payload->'video'->>'fetching')::boolean
+ ORDER BY id LIMIT %s
 """
 _QUEUE_REPLY = """
 INSERT INTO outbox (user_id, kind, payload, dedup_key, created_at)
@@ -108,8 +135,9 @@ DELETE FROM inbox_users u WHERE u.user_id = ANY(%s)
 
 
 class PostgresInbox:
-    def __init__(self, pool: AsyncConnectionPool) -> None:
+    def __init__(self, pool: AsyncConnectionPool, fetch_timeout: timedelta = timedelta(minutes=10)) -> None:
         self._pool = pool
+        self._fetch_timeout = fetch_timeout  # as long as the processor waits for a file (InboxProcessor)
 
     async def add(self, events: Sequence[InboxEvent], now: datetime) -> int:
         if not events:
@@ -140,7 +168,8 @@ class PostgresInbox:
             return cur.rowcount
 
     async def lease_users(self, now: datetime, seconds: float, limit: int) -> Sequence[UserId]:
-        params = {"now": now, "until": now + timedelta(seconds=seconds), "limit": limit}
+        params = {"now": now, "until": now + timedelta(seconds=seconds), "limit": limit,
+                  "fetch_deadline": now - self._fetch_timeout}
         async with self._pool.connection() as conn, conn.transaction():
             cur = await conn.execute(_LEASE, params)
             rows = await cur.fetchall()
@@ -151,7 +180,21 @@ class PostgresInbox:
             cur = await conn.execute(_PENDING, [list(user_ids)])
             rows = await cur.fetchall()
             await conn.commit()
-        return [InboxEvent.from_payload(update, kind, payload, event_id) for event_id, update, kind, payload in rows]
+        return [InboxEvent.from_payload(*row) for row in _events(rows)]
+
+    async def complete_video(self, update_id: int, user_id: UserId, video: StoredVideo) -> bool:
+        params = {"update_id": update_id, "user_id": user_id, "video": Jsonb(attrs.asdict(video))}
+        async with self._pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(_COMPLETE_VIDEO, params)
+            row = await cur.fetchone()
+        return bool(row and row[0])
+
+    async def fetching(self, limit: int) -> Sequence[InboxEvent]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(_FETCHING, [limit])
+            rows = await cur.fetchall()
+            await conn.commit()
+        return [InboxEvent.from_payload(*row) for row in _events(rows)]
 
     async def done(self, event: InboxEvent, replies: Sequence[OutboxMessage], outcome: str) -> None:
         async with self._pool.connection() as conn, conn.transaction():
@@ -299,3 +342,9 @@ class PostgresBotUsers:
             row = await cur.fetchone()
             await conn.commit()
         return row
+
+
+def _events(rows: Sequence[Any]) -> list[tuple[int, str, Any, int, datetime]]:
+    """(update_id, kind, payload, event_id, received_at) of inbox rows read as
+    (id, update_id, kind, payload, received_at)."""
+    return [(update, kind, payload, event_id, received) for event_id, update, kind, payload, received in rows]

@@ -23,8 +23,12 @@ PATH = "/v1/duties/poll-telegram"
 
 
 class PollingDuty:
-    def __init__(self, core: CoreClient, token: str, margin_s: float = 1.5, standby_poll_s: float = 1.0) -> None:
+    def __init__(
+        self, core: CoreClient, token: str, margin_s: float = 1.5, standby_poll_s: float = 1.0,
+        stats: Callable[[], dict[str, int]] | None = None,
+    ) -> None:
         self._core, self._token, self._margin_s, self._standby_s = core, token, margin_s, standby_poll_s
+        self._stats = stats  # edge's counters, shown by core in /metrics
         self.terms = 0  # how many times this edge took the duty
 
     async def run(self, stop: asyncio.Event, work: Callable[[asyncio.Event], Awaitable[Any]]) -> None:
@@ -72,7 +76,10 @@ class PollingDuty:
     async def _ask(self, deadline: float | None) -> dict[str, Any] | None:
         budget = None if deadline is None else max(0.1, deadline - time.monotonic())
         try:
-            return await asyncio.wait_for(self._core.call("POST", PATH, {"token": self._token}), budget)  # type: ignore[no-any-return]
+            body: dict[str, Any] = {"token": self._token}
+            if self._stats is not None:
+                body["stats"] = self._stats()
+            return await asyncio.wait_for(self._core.call("POST", PATH, body), budget)  # type: ignore[no-any-return]
         except Exception as error:  # noqa: BLE001 - unreachable or slow: decided by the deadline
             log.warning("duty request failed: %r", error)
             return None

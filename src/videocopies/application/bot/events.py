@@ -8,6 +8,7 @@ it idempotent: an edge that retries after a lost answer stores nothing twice.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import attrs
@@ -53,6 +54,11 @@ class StoredVideo:
     refusal: str | None = None
     fps: float = 0.0  # 0: unknown
     probed: bool = False
+    fetching: bool = False  # edge is still fetching the file: the event, and its user's later ones, wait
+
+    def given_up(self) -> StoredVideo:
+        """The video as it stands when its file never came: Telegram could not give it."""
+        return attrs.evolve(self, fetching=False, refusal="unavailable", source_key=None)
 
     @property
     def pixel_rate(self) -> float:
@@ -81,6 +87,11 @@ class InboxEvent:
     event_id: int | None = None  # the inbox row, once stored
     payment: PaidInvoice | None = None
     reason: str | None = None  # kind "unreadable": why the update could not be read
+    received_at: datetime | None = None  # when it was stored (read back from the inbox)
+
+    @property
+    def waits_for_file(self) -> bool:
+        return self.video is not None and self.video.fetching
 
     def to_payload(self) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -100,12 +111,13 @@ class InboxEvent:
 
     @classmethod
     def from_payload(
-        cls, update_id: int, kind: str, payload: Mapping[str, Any], event_id: int | None = None
+        cls, update_id: int, kind: str, payload: Mapping[str, Any], event_id: int | None = None,
+        received_at: datetime | None = None,
     ) -> InboxEvent:
         user = payload["user"]
         video, paid = payload.get("video"), payload.get("payment")
         return cls(
             update_id, BotUser(UserId(int(user["id"])), user["language"], user.get("first_name")), kind,
             payload.get("text"), StoredVideo(**video) if video else None, payload.get("data"), event_id,
-            PaidInvoice(**paid) if paid else None, payload.get("reason"),
+            PaidInvoice(**paid) if paid else None, payload.get("reason"), received_at,
         )

@@ -5,6 +5,10 @@ parallel.
 A processor leases one user with pending events, handles them oldest first, and marks each
 done in the same transaction that writes its replies to the outbox. A processor that dies
 loses its lease; the next one handles what was not marked done.
+
+A video arrives as an event whose file edge is still fetching: its user's queue stops there
+(later events wait behind it, in order), and the user is not leased again until edge
+completes the event. A file that never comes is given up after `fetch_timeout_s`.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
+import attrs
+
 from videocopies.application.bot.conversation import Conversation
-from videocopies.application.bot.events import InboxEvent
+from videocopies.application.bot.events import InboxEvent, StoredVideo
 from videocopies.application.ports import Clock, OutboxMessage
 from videocopies.domain.shared import UserId
 
@@ -28,7 +34,8 @@ class Inbox(Protocol):
         """Store new events (an update id seen before is skipped); returns how many were new."""
         ...
     async def lease_users(self, now: datetime, seconds: float, limit: int) -> Sequence[UserId]:
-        """Up to `limit` users with pending events nobody else holds, for `seconds`."""
+        """Up to `limit` users with pending events nobody else holds, for `seconds`; not a
+        user whose next event waits for its file (unless it has waited past the fetch timeout)."""
         ...
     async def pending(self, user_ids: Sequence[UserId]) -> Sequence[InboxEvent]:
         """These users' unhandled events, oldest first."""
@@ -42,6 +49,13 @@ class Inbox(Protocol):
     async def release(self, user_ids: Sequence[UserId]) -> None:
         """Give the users back: forgotten when nothing is pending, else free for the next turn."""
         ...
+    async def complete_video(self, update_id: int, user_id: UserId, video: StoredVideo) -> bool:
+        """Edge fetched (or could not fetch) the file of a waiting video event; its user is
+        free to be handled at once. False when no such event waits."""
+        ...
+    async def fetching(self, limit: int) -> Sequence[InboxEvent]:
+        """Video events still waiting for their file, oldest first (for an edge that starts)."""
+        ...
 
 
 class InboxProcessor:
@@ -53,9 +67,11 @@ class InboxProcessor:
         replies_queued: Callable[[], None] = lambda: None,
         lease_s: float = 30.0,
         users_per_turn: int = 200,
+        fetch_timeout_s: float = 600.0,
     ) -> None:
         self._inbox, self._conversation, self._clock = inbox, conversation, clock
         self._replies_queued, self._lease_s, self._users_per_turn = replies_queued, lease_s, users_per_turn
+        self._fetch_timeout = timedelta(seconds=fetch_timeout_s)
         self.handled = 0
 
     async def turn(self) -> int:
@@ -99,7 +115,15 @@ class InboxProcessor:
         return len(events)
 
     async def _handle(self, events: Sequence[InboxEvent]) -> int:
+        handled = 0
         for event in events:
+            if event.waits_for_file:
+                assert event.video is not None
+                waited = self._clock.now() - (event.received_at or self._clock.now())
+                if waited < self._fetch_timeout:
+                    return handled  # this user's later events wait for the file, in order
+                event = attrs.evolve(event, video=event.video.given_up())
+            handled += 1
             try:
                 replies = await self._conversation.handle(event)
                 outcome = "ok"
@@ -110,7 +134,7 @@ class InboxProcessor:
                 outcome = f"error: {type(error).__name__}: {error}"[:500]
             await self._inbox.done(event, replies, outcome)
             self._replies_queued()  # use cases may have queued replies of their own
-        return len(events)
+        return handled
 
     async def run(
         self,

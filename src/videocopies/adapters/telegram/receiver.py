@@ -1,0 +1,320 @@
+"""Edge's receiver: every update Telegram delivers is stored in core's inbox before the
+offset moves past it, as an event core decides on or as unreadable with its reason.
+
+Nothing in an update can stop the receiver: an update that cannot be read becomes an
+unreadable event (its user, when known, gets a screen); a callback query is answered the
+moment it arrives, whatever else is going on; a video is stored as fetching and handed to
+the downloads, which complete it later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections import Counter, OrderedDict
+from typing import Any
+
+from aiogram import Bot
+from aiogram.exceptions import TelegramBadRequest, TelegramConflictError, TelegramRetryAfter
+from aiogram.methods import AnswerCallbackQuery, GetUpdates
+from aiogram.types import PreCheckoutQuery
+from aiohttp import web
+
+from videocopies.adapters.http.client import CoreClient, CoreRefused
+from videocopies.adapters.telegram.botapi import LeanBotApi
+from videocopies.adapters.telegram.downloads import Downloads
+from videocopies.adapters.telegram.sender import BlockedChats
+from videocopies.adapters.telegram.supervise import sleep_unless
+from videocopies.application.bot.events import language_of
+from videocopies.application.bot.screens import text
+
+log = logging.getLogger(__name__)
+ALLOWED_UPDATES = ["message", "callback_query", "pre_checkout_query"]
+# Telegram waits 10 s for a pre-checkout answer; core gets most of it, the answer the rest.
+PRE_CHECKOUT_ASK_S = 6.0
+VIDEO_TYPES_TO_PROBE = ("video/", "application/octet-stream")
+
+
+class Receiver:
+    def __init__(
+        self, bot: Bot, core: CoreClient, downloads: Downloads, *, blocked: BlockedChats | None = None,
+        download_limit: int = 20 * 1024 * 1024, poll_timeout: int = 20,
+    ) -> None:
+        self._bot, self._core, self._downloads = bot, core, downloads
+        self._blocked = blocked or BlockedChats()
+        self._download_limit = download_limit
+        self._poll_timeout = poll_timeout
+        self._api = LeanBotApi(bot)
+        self._answered: OrderedDict[str, None] = OrderedDict()
+        self._side: set[asyncio.Task[None]] = set()
+        self.stored = 0
+        self.counts: Counter[str] = Counter()
+
+    async def close(self) -> None:
+        await self._api.close()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.resume_fetches()
+        offset: int | None = None
+        while not stop.is_set():
+            body: dict[str, Any] = {"timeout": self._poll_timeout, "allowed_updates": ALLOWED_UPDATES}
+            if offset is not None:
+                body["offset"] = offset
+            try:
+                updates = await _until(stop, self._api.call(GetUpdates, body, timeout_s=self._poll_timeout + 30))
+            except TelegramRetryAfter as slow_down:
+                await sleep_unless(stop, float(slow_down.retry_after))
+                continue
+            except TelegramConflictError as conflict:  # another poller or a webhook: wait for it to go
+                log.warning("getUpdates refused: %s", conflict)
+                await sleep_unless(stop, 5.0)
+                continue
+            except Exception as error:  # noqa: BLE001 - 5xx, network, odd answers: poll again shortly
+                log.warning("getUpdates failed (%r); again shortly", error)
+                self.counts["poll_failures"] += 1
+                await sleep_unless(stop, 1.0)
+                continue
+            if updates is None:
+                return
+            if not isinstance(updates, list):
+                self.counts["poll_failures"] += 1
+                continue
+            ids = [u["update_id"] for u in updates if isinstance(u, dict) and _is_id(u.get("update_id"))]
+            if updates:
+                await self.store(updates)
+            if ids:
+                offset = max(ids) + 1  # only after core has them
+
+    async def resume_fetches(self) -> None:
+        """Videos whose events wait as fetching in core (an earlier edge stopped mid-way)."""
+        try:
+            answer = await self._core.call("POST", "/v1/inbox/fetching", {"limit": 500})
+        except Exception as error:  # noqa: BLE001 - asked again at the next start of the loop
+            log.warning("could not ask core for unfinished downloads: %r", error)
+            return
+        for item in answer.get("videos", []):
+            self._downloads.submit(int(item["update_id"]), int(item["user_id"]), item["video"])
+
+    async def store(self, updates: list[Any]) -> None:
+        """Answer callbacks and pre-checkout queries at once, store the page, then start its
+        downloads. Updates are the Bot API's JSON: only the rare ones become aiogram models."""
+        events: list[dict[str, Any]] = []
+        checkouts: list[asyncio.Task[None]] = []
+        for update in updates:
+            try:
+                event = self._judge(update, checkouts)
+            except Exception as error:  # noqa: BLE001 - an update we cannot read is kept as such
+                event = _unreadable(update, f"edge could not read it: {type(error).__name__}")
+            if event is not None:
+                events.append(event)
+            else:
+                self.counts["ignored"] += 1
+        if events:
+            answer = await self._store_events(events)
+            self.stored += int(answer.get("stored", 0))
+            for event in events:
+                if event["kind"] == "unreadable":
+                    self.counts["unreadable"] += 1
+                elif event["kind"] == "video" and event["video"].get("fetching"):
+                    self._downloads.submit(event["update_id"], event["user"]["id"], event["video"])
+        if checkouts:
+            await asyncio.gather(*checkouts, return_exceptions=True)
+
+    async def _store_events(self, events: list[dict[str, Any]]) -> dict[str, Any]:
+        try:
+            return await self._core.call("POST", "/v1/inbox", {"events": events})  # type: ignore[no-any-return]
+        except CoreRefused as refused:
+            if refused.status not in (400, 403, 413, 422):
+                raise
+            if len(events) == 1:  # an older core, stricter than this edge: counted and passed over
+                log.warning("core refused update %s: %s", events[0].get("update_id"), refused)
+                self.counts["refused_by_core"] += 1
+                return {"stored": 0}
+        # One event core cannot take must not hold the others: each is stored on its own.
+        stored = 0
+        for event in events:
+            stored += int((await self._store_events([event])).get("stored", 0))
+        return {"stored": stored}
+
+    def _judge(self, update: Any, checkouts: list[asyncio.Task[None]]) -> dict[str, Any] | None:
+        if not isinstance(update, dict) or not _is_id(update.get("update_id")):
+            self.counts["unreadable_dropped"] += 1
+            return None
+        if (query := update.get("callback_query")) is not None:
+            self._answer_soon(str(query.get("id", "")))
+        if (checkout := update.get("pre_checkout_query")) is not None:
+            task = asyncio.ensure_future(self._pre_checkout(checkout))
+            checkouts.append(task)
+            return None
+        event = event_of(update, self._download_limit)
+        if event is not None and event.get("user", {}).get("id"):
+            self._blocked.wrote(event["user"]["id"])
+        return event
+
+    def _answer_soon(self, query_id: str) -> None:
+        if not query_id or query_id in self._answered:
+            return
+        self._answered[query_id] = None
+        while len(self._answered) > 10_000:
+            self._answered.popitem(last=False)
+        task = asyncio.ensure_future(self._answer(query_id))
+        self._side.add(task)
+        task.add_done_callback(self._side.discard)
+
+    async def _answer(self, query_id: str) -> None:
+        for attempt in range(3):
+            try:
+                await self._api.call(AnswerCallbackQuery, {"callback_query_id": query_id}, timeout_s=10.0)
+                return
+            except TelegramBadRequest as late:
+                log.info("callback %s not answered: %s", query_id, late)
+                return
+            except Exception as error:  # noqa: BLE001 - a 502 or a slow answer: once more, quickly
+                if attempt == 2:
+                    log.info("callback %s not answered: %r", query_id, error)
+                    self.counts["answers_lost"] += 1
+                    return
+                await asyncio.sleep(0.2)
+
+    async def _pre_checkout(self, raw: dict[str, Any]) -> None:
+        """Answered now, with core's word on whether the package and price still hold; when
+        core cannot say in time, the payment is declined (nothing is charged)."""
+        try:
+            query = PreCheckoutQuery.model_validate(raw, context={"bot": self._bot})
+        except Exception as error:  # noqa: BLE001 - nothing to answer a query we cannot read
+            log.warning("pre-checkout query unreadable: %r", error)
+            self.counts["unreadable"] += 1
+            return
+        body = {"user": _user(raw["from"]), "currency": query.currency, "total_amount": query.total_amount,
+                "invoice_payload": query.invoice_payload}
+        try:
+            verdict = await asyncio.wait_for(
+                self._core.call("POST", "/v1/payments/pre-checkout", body), PRE_CHECKOUT_ASK_S
+            )
+        except Exception as error:  # noqa: BLE001 - declining is always safe
+            log.warning("pre-checkout %s not checked: %r", query.id, error)
+            language = language_of(query.from_user.language_code)
+            verdict = {"ok": False, "error_message": text(language, "payments_unavailable")}
+        try:
+            await self._bot.answer_pre_checkout_query(
+                query.id, ok=bool(verdict["ok"]), error_message=verdict.get("error_message")
+            )
+        except Exception as late:  # noqa: BLE001 - too late or Telegram away: the payment is not taken
+            log.info("pre-checkout %s not answered: %r", query.id, late)
+
+
+class WebhookReceiver:
+    """Updates pushed by Telegram: each is answered 200 once core has stored it (readable or
+    not), so a refusal or a crash makes Telegram deliver it again, and a poison update is
+    never delivered again and again. The secret token is checked first."""
+
+    def __init__(self, receiver: Receiver, bot: Bot, secret: str) -> None:
+        self._receiver, self._bot, self._secret = receiver, bot, secret
+        self.refused = 0
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=1024 * 1024)
+        app.router.add_post("/telegram/webhook", self._handle)
+        return app
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        presented = request.headers.get("X-Telegram-Bot-Api-Secret-Token", "")
+        if not hmac.compare_digest(presented.encode(), self._secret.encode()):
+            self.refused += 1
+            return web.Response(status=401, text="wrong secret token")
+        try:
+            update = await request.json()
+        except ValueError:
+            return web.Response(status=400, text="not an update")
+        if not isinstance(update, dict) or not _is_id(update.get("update_id")):
+            return web.Response(status=400, text="not an update")
+        try:
+            await self._receiver.store([update])
+        except Exception as error:  # noqa: BLE001 - Telegram delivers it again
+            log.warning("update %s not stored: %r", update["update_id"], error)
+            return web.Response(status=503, text="not stored")
+        return web.Response(status=200)
+
+
+def event_of(update: dict[str, Any], download_limit: int) -> dict[str, Any] | None:
+    """The inbox event an update makes (None: nothing core acts on). What edge cannot make
+    sense of still becomes an event, unreadable, so the user is answered and it is counted;
+    core judges every field again on its own."""
+    update_id = update["update_id"]
+    if (query := update.get("callback_query")) is not None:
+        user = _user(query["from"])
+        data = query.get("data")
+        if not isinstance(data, str) or not data:
+            return _unreadable(update, "a button without data", user)
+        return {"update_id": update_id, "user": user, "kind": "button", "data": data}
+    message = update.get("message")
+    if not isinstance(message, dict) or message.get("from") is None:
+        return None  # a kind we did not ask for, or a message from no one (a channel)
+    user = _user(message["from"])
+    if (paid := message.get("successful_payment")) is not None:
+        payment = {"charge_id": paid["telegram_payment_charge_id"], "total_amount": paid["total_amount"],
+                   "currency": paid["currency"], "invoice_payload": paid["invoice_payload"]}
+        return {"update_id": update_id, "user": user, "kind": "payment", "payment": payment}
+    media = message.get("video") or message.get("document")
+    if media is not None:
+        return {"update_id": update_id, "user": user, "kind": "video", "video": _video(media, download_limit)}
+    content = message.get("text")
+    if content is None:
+        content = ""  # a sticker, a photo, a voice: core answers with help
+    if not isinstance(content, str):
+        return _unreadable(update, "text that is not a string", user)
+    return {"update_id": update_id, "user": user, "kind": "text", "text": content[:4096]}
+
+
+def _video(media: dict[str, Any], download_limit: int) -> dict[str, Any]:
+    size = media.get("file_size") or 0
+    mime = media.get("mime_type")
+    video: dict[str, Any] = {
+        "file_id": media["file_id"], "file_unique_id": media.get("file_unique_id"), "size": size,
+        "duration_s": float(media.get("duration") or 0), "width": int(media.get("width") or 0),
+        "height": int(media.get("height") or 0), "fps": 0.0, "mime_type": mime,
+        "source_key": None, "sha256": None, "refusal": None, "probed": False, "fetching": True,
+    }
+    if mime is not None and not str(mime).startswith(VIDEO_TYPES_TO_PROBE):
+        video.update(refusal="not_a_video", fetching=False)
+    elif size > download_limit:
+        video.update(refusal="too_big", fetching=False)  # Telegram would refuse getFile: nothing to fetch
+    return video
+
+
+def _unreadable(update: Any, reason: str, user: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    if not isinstance(update, dict) or not _is_id(update.get("update_id")):
+        return None
+    if user is None:
+        with_user = update.get("message") or update.get("callback_query") or {}
+        try:
+            user = _user(with_user["from"])
+        except Exception:  # noqa: BLE001 - no readable user: counted, nobody to answer
+            user = None
+    event: dict[str, Any] = {"update_id": update["update_id"], "kind": "unreadable", "reason": reason[:200]}
+    if user is not None:
+        event["user"] = user
+    return event
+
+
+def _user(user: dict[str, Any]) -> dict[str, Any]:
+    return {"id": user["id"], "language_code": user.get("language_code"),
+            "first_name": (user.get("first_name") or "")[:256]}
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53
+
+
+async def _until(stop: asyncio.Event, work: Any) -> Any:
+    """The result of `work`, or None when `stop` is set first (the work is cancelled)."""
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if not task.done():
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return None
+    return task.result()
