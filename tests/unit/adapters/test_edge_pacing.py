@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from videocopies.adapters.telegram.botapi import Refusal, refusal_of
@@ -82,4 +80,4 @@ def test_final_refusals_are_told_apart_from_failures_worth_another_try() -> None
     assert refusal_of(TelegramServerError(m, "Bad Gateway")) is None
     assert refusal_of(TelegramNetworkError(m, "reset")) is None
     assert refusal_of(TelegramRetryAfter(m, "Too Many Requests", 3)) is None
-    assert refusal_of(asyncio.TimeoutError()) is None
+    assert refusal_of(TimeoutError()) is None
