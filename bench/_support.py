@@ -26,8 +26,10 @@ from videocopies.settings import Settings
 
 
 @contextlib.contextmanager
-def server(**settings: str) -> Iterator[LocalPostgres]:
-    with LocalPostgres(extra_settings=settings or None) as pg:
+def server(durable: bool = False, **settings: str) -> Iterator[LocalPostgres]:
+    """`durable`: fsync, synchronous_commit and full_page_writes on, as in production (off by
+    default: most benchmarks measure our code, not the disk)."""
+    with LocalPostgres(durable=durable, extra_settings=settings or None) as pg:
         yield pg
 
 
@@ -88,13 +90,15 @@ class SimulatorProcess:
 
 
 @contextlib.contextmanager
-def simulator_process(scratch: Path, bot_token: str) -> Iterator[SimulatorProcess]:
+def simulator_process(scratch: Path, bot_token: str, strict: bool = False) -> Iterator[SimulatorProcess]:
     """The Bot API simulator as a process of its own, with rate limits off (the benchmarks
-    measure us, not Telegram's limits); stopped with SIGTERM afterwards."""
+    measure us, not Telegram's limits), or with `strict` on its default profile, Telegram's
+    limits and failures; stopped with SIGTERM afterwards."""
     port = free_port()
+    limits = [] if strict else ["--chat-rate", "1000000", "--global-rate", "1000000"]
     sim = subprocess.Popen(
         [sys.executable, "-m", "videocopies.adapters.telegram.simulator", "--port", str(port), "--token", bot_token,
-         "--files-dir", str(scratch / "telegram"), "--chat-rate", "1000000", "--global-rate", "1000000"],
+         "--files-dir", str(scratch / "telegram"), *limits],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
