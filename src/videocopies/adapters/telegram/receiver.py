@@ -248,9 +248,13 @@ def event_of(update: dict[str, Any], download_limit: int) -> dict[str, Any] | No
         if not isinstance(data, str) or not data:
             return _unreadable(update, "a button without data", user)
         return {"update_id": update_id, "user": user, "kind": "button", "data": data}
-    message = update.get("message")
-    if not isinstance(message, dict) or message.get("from") is None:
-        return None  # a kind we did not ask for, or a message from no one (a channel)
+    if "message" not in update:
+        return None  # a kind we did not ask for
+    message = update["message"]
+    if not isinstance(message, dict):
+        return _unreadable(update, "a message that is not an object")
+    if message.get("from") is None:
+        return None  # a message from no one (a channel post forwarded into a chat)
     user = _user(message["from"])
     if (paid := message.get("successful_payment")) is not None:
         payment = {"charge_id": paid["telegram_payment_charge_id"], "total_amount": paid["total_amount"],
