@@ -25,6 +25,10 @@ from videocopies.domain.shared import JobId, OwnerToken, WorkerId
 log = logging.getLogger(__name__)
 
 
+class CancelRequested(Exception):
+    """Core asked for the job to stop; the copy in hand was finished and recorded."""
+
+
 class JobLeases(Protocol):
     """The queue as a worker sees it: only the jobs it holds, never coins or orders."""
 
@@ -221,6 +225,9 @@ class Worker:
             if outcome["why"] == "shutdown":
                 return await self._finish(job, "failed", reason="the worker was stopped", retryable=True)
             raise
+        except CancelRequested:
+            await self._leases.acknowledge_cancel(job.job_id, job.token)
+            return "cancelled"
         except LeaseLost:
             return "lease_lost"
         except BadSource as bad:
@@ -304,6 +311,10 @@ class Worker:
             target.unlink()
             artifact = CopyArtifact(key, stored_size, sha256, made.duration_s, made.width, made.height, quality)
             await self._leases.checkpoint(job.job_id, job.token, index, artifact)
+            if index != job.remaining[-1][0] and await self._leases.renew(job.job_id, job.token):
+                # Asked between renewals (a user who blocked the bot, a Cancel press): no
+                # further copy is begun, rather than rendering on until the next renewal.
+                raise CancelRequested(job.job_id)
 
     async def _make(
         self,
