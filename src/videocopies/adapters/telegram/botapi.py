@@ -29,9 +29,13 @@ from videocopies.adapters.http.wire import JsonWire
 
 
 class LeanBotApi:
+    """With a proxy configured on the bot's session, every call goes through aiogram's session
+    (and so through the proxy): the wire connects directly only."""
+
     def __init__(self, bot: Bot, connections: int = 100) -> None:
         self._bot = bot
         parts = urlsplit(bot.session.api.api_url(bot.token, "getMe"))
+        self._proxied = getattr(bot.session, "_proxy", None) is not None
         self._wire = JsonWire(f"{parts.scheme}://{parts.netloc}", connections)
         self._paths: dict[str, str] = {}
 
@@ -39,6 +43,9 @@ class LeanBotApi:
         await self._wire.close()
 
     async def call(self, method: type[TelegramMethod[Any]], body: dict[str, Any], timeout_s: float = 60.0) -> Any:
+        if self._proxied:
+            result = await self._bot(method(**body), request_timeout=int(timeout_s))
+            return _as_json(result)
         name = method.__api_method__
         path = self._paths.get(name)
         if path is None:
@@ -67,6 +74,15 @@ class LeanBotApi:
                 [{"text": b["text"], "callback_data": b["data"]} for b in row] for row in buttons
             ]}
         return int((await self.call(SendMessage, body))["message_id"])
+
+
+def _as_json(result: Any) -> Any:
+    """An aiogram result as the Bot API's JSON, which the wire's callers read."""
+    if isinstance(result, list):
+        return [_as_json(item) for item in result]
+    if hasattr(result, "model_dump"):
+        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return result
 
 
 class Refusal(enum.Enum):
