@@ -42,6 +42,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -301,17 +302,25 @@ async def _until(check: Any, timeout: float, every: float = 0.2) -> bool:
     return False
 
 
-async def _big_sender(users: Users, user: int, big: bytes, first: int, after: int, stop: asyncio.Event,
-                      windows: list[tuple[float, float]]) -> None:
-    """Send big videos one after the other until `stop`; each one's download window runs from
-    the simulator taking it to the bot's answer (the choice of copies, or a refusal)."""
+async def _big_sender(users: Users, user: int, big: bytes, first: int, after: int, stop: asyncio.Event) -> None:
+    """Send big videos one after the other, each once the bot has answered the one before
+    (with the choice of copies, or a refusal), until `stop`."""
     for n in range(first, first + BIG_VIDEOS_EACH):
         if stop.is_set():
             return
-        sent = await users.send_video(user, big_variant(big, n))
-        answer = await users.next(user, "", after)  # whatever the bot says to it next
-        after = answer["seq"]
-        windows.append((sent, answer["at"]))
+        await users.send_video(user, big_variant(big, n))
+        after = (await users.next(user, "", after))["seq"]  # whatever the bot says to it next
+
+
+def _download_windows(url: str, users: list[int]) -> list[tuple[float, float]]:
+    """When each of these users' videos was being fetched: from its event being stored in core's
+    inbox (as fetching) to core handling it (edge had downloaded, probed and stored the file)."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT extract(epoch FROM received_at), extract(epoch FROM processed_at) FROM inbox"
+            " WHERE kind = 'video' AND user_id = ANY(%s) AND processed_at IS NOT NULL ORDER BY id", [users],
+        ).fetchall()
+    return [(float(start), float(end)) for start, end in rows]
 
 
 def _percentile(samples: list[float], q: int) -> float | None:
@@ -363,9 +372,8 @@ async def scenario(stack: Stack, url: str, media: Media, postmaster: int) -> dic
 
         # (3) 20 of them order 5 copies, (5) while 5 others keep sending ~19 MB videos.
         presses_before = len(users.presses)
-        windows: list[tuple[float, float]] = []
         placed = asyncio.Event()
-        senders = [asyncio.ensure_future(_big_sender(users, u, media.big, 1000 * i, w["seq"], placed, windows))
+        senders = [asyncio.ensure_future(_big_sender(users, u, media.big, 1000 * i, w["seq"], placed))
                    for i, (u, w) in enumerate(zip(big_senders, welcomed[ORDERING:], strict=False))]
         await asyncio.sleep(0.5)  # the first big downloads are under way
         await asyncio.gather(*(users.order(u, ORDER_COPIES, media.clip, w["seq"])
@@ -386,12 +394,14 @@ async def scenario(stack: Stack, url: str, media: Media, postmaster: int) -> dic
         timings = await _callback_timings(sim)
         received = await users.received(backlog + newcomers)
     edge_figures = _edge_figures(stack.core_url)
+    windows = _download_windows(url, big_senders)
 
     during = [(t["answered_at"] - t["pressed_at"]) * 1000 for user, query in ordered
               if (t := timings.get(query)) is not None and t["answered_at"] is not None
               and any(start <= t["pressed_at"] <= end for start, end in windows)]
-    all_presses = [(t["answered_at"] - t["pressed_at"]) * 1000 for t in timings.values()
-                   if t["answered_at"] is not None]
+    backlog_set = set(backlog)
+    backlog_presses = [(t["answered_at"] - t["pressed_at"]) * 1000 for t in timings.values()
+                       if t["answered_at"] is not None and t["user_id"] in backlog_set]
     unanswered = sum(1 for _, query in ordered if (t := timings.get(query)) is None or t["answered_at"] is None)
     delivered = sum(1 for entries in received.values() for e in entries if is_copy(e))
     orders = _db(url, "SELECT count(*) FROM orders WHERE state <> 'quoted'")[0]
@@ -413,14 +423,83 @@ async def scenario(stack: Stack, url: str, media: Media, postmaster: int) -> dic
             "presses_during_downloads": len(during), "presses_of_20_orders": len(ordered),
             "presses_unanswered": unanswered, "big_videos": len(windows),
             "download_window_s": [round(end - start, 2) for start, end in windows],
-            "callback_answer_all_p95_ms": _round(_percentile(all_presses, 95), 1),
-            "callback_answer_all_max_ms": _round(max(all_presses), 1) if all_presses else None,
+            "callback_answer_backlog_p50_ms": _round(_percentile(backlog_presses, 50), 1),
+            "callback_answer_backlog_p95_ms": _round(_percentile(backlog_presses, 95), 1),
+            "callback_backlog_stored_p95_ms": _round(_percentile(_press_to_inbox(url, timings, backlog_set), 95), 1),
+            "slow_presses": _slow_presses(timings, _failed_polls(stack.logs / "edge.log")),
+            "while_welcoming": _sent_between(received, min(accepted.values()), max(w["at"] for w in welcomed)),
+            "welcome_stages_s": _welcome_stages(url, accepted, {u: w["at"] for u, w in zip(newcomers, welcomed,
+                                                                                         strict=True)}),
             "slow_answers": stats.get("slow_answers"), "sent_by_kind": stats.get("sent_by_kind"),
             "edge": edge_figures,
             "cpu_s_welcome_burst": _cpu_delta(cpu_burst, cpu_welcomed),
             "cpu_s_run": _cpu_delta(cpu_start, cpu_end),
         },
     }
+
+
+def _welcome_stages(url: str, accepted: dict[int, float], arrived: dict[int, float]) -> dict[str, Any]:
+    """Where each newcomer's welcome spent its time, from the simulator accepting the /start:
+    stored in core's inbox (edge received it), handled by core (the welcome is in the outbox),
+    and arrived at the simulator (edge claimed, paced and sent it). p50 and p95 of each, seconds."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT i.user_id, extract(epoch FROM min(i.received_at)), extract(epoch FROM min(i.processed_at))"
+            " FROM inbox i WHERE i.user_id = ANY(%s) GROUP BY i.user_id", [list(accepted)],
+        ).fetchall()
+    stages: dict[str, list[float]] = {"stored": [], "handled": [], "arrived": []}
+    for user, stored, handled in rows:
+        stages["stored"].append(float(stored) - accepted[user])
+        stages["handled"].append(float(handled) - accepted[user])
+    stages["arrived"] = [arrived[u] - accepted[u] for u in accepted]
+    return {name: [_round(_percentile(sorted(v), 50), 2), _round(_percentile(sorted(v), 95), 2)]
+            for name, v in stages.items()}
+
+
+def _press_to_inbox(url: str, timings: dict[str, dict[str, Any]], users: set[int]) -> list[float]:
+    """For these users' presses: ms from the press to its event being stored in core's inbox
+    (edge had it from getUpdates by then). A user's presses and button events pair up in order."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT user_id, extract(epoch FROM received_at) FROM inbox WHERE kind = 'button' AND user_id = ANY(%s)"
+            " ORDER BY id", [list(users)],
+        ).fetchall()
+    stored: dict[int, list[float]] = {}
+    for user, at in rows:
+        stored.setdefault(user, []).append(float(at))
+    pressed: dict[int, list[float]] = {}
+    for t in sorted(timings.values(), key=lambda t: t["pressed_at"]):
+        if t["user_id"] in users:
+            pressed.setdefault(t["user_id"], []).append(t["pressed_at"])
+    return sorted((at - press) * 1000 for user, presses in pressed.items()
+                  for press, at in zip(presses, stored.get(user, []), strict=False))
+
+
+def _failed_polls(log: Path) -> list[float]:
+    """When edge's getUpdates failed (a 502 from the simulator), from its log."""
+    failed = []
+    for line in log.read_text(errors="replace").splitlines():
+        if "getUpdates failed" in line:
+            with contextlib.suppress(ValueError):
+                failed.append(datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp())
+    return failed
+
+
+def _slow_presses(timings: dict[str, dict[str, Any]], failed_polls: list[float]) -> dict[str, int]:
+    """Presses answered after more than 200 ms, and how many of them were pressed while edge's
+    getUpdates failed or waited to be tried again (from 0.5 s before a failure to 1.5 s after)."""
+    slow = [t for t in timings.values()
+            if t["answered_at"] is not None and t["answered_at"] - t["pressed_at"] > 0.2]
+    behind = sum(1 for t in slow if any(at - 0.5 <= t["pressed_at"] <= at + 1.5 for at in failed_polls))
+    return {"over_200ms": len(slow), "near_a_failed_getupdates": behind, "failed_getupdates": len(failed_polls)}
+
+
+def _sent_between(received: dict[int, list[dict[str, Any]]], start: float, end: float) -> dict[str, Any]:
+    """What reached users from `start` to `end` (the welcome burst): copies and everything else."""
+    entries = [e for got in received.values() for e in got if start <= e["at"] <= end]
+    copies = sum(1 for e in entries if is_copy(e))
+    return {"s": round(end - start, 2), "copies": copies, "other": len(entries) - copies,
+            "per_s": round(len(entries) / (end - start), 1) if end > start else None}
 
 
 async def _block_some(users: Users, backlog: list[int]) -> list[dict[str, int]]:
