@@ -427,7 +427,8 @@ async def scenario(stack: Stack, url: str, media: Media, postmaster: int) -> dic
             "callback_answer_backlog_p95_ms": _round(_percentile(backlog_presses, 95), 1),
             "callback_backlog_stored_p95_ms": _round(_percentile(_press_to_inbox(url, timings, backlog_set), 95), 1),
             "slow_presses": _slow_presses(timings, _failed_polls(stack.logs / "edge.log")),
-            "while_welcoming": _sent_between(received, min(accepted.values()), max(w["at"] for w in welcomed)),
+            "while_welcoming": _sent_between(received, min(accepted.values()), min(w["at"] for w in welcomed),
+                                             max(w["at"] for w in welcomed)),
             "welcome_stages_s": _welcome_stages(url, accepted, {u: w["at"] for u, w in zip(newcomers, welcomed,
                                                                                          strict=True)}),
             "slow_answers": stats.get("slow_answers"), "sent_by_kind": stats.get("sent_by_kind"),
@@ -494,12 +495,16 @@ def _slow_presses(timings: dict[str, dict[str, Any]], failed_polls: list[float])
     return {"over_200ms": len(slow), "near_a_failed_getupdates": behind, "failed_getupdates": len(failed_polls)}
 
 
-def _sent_between(received: dict[int, list[dict[str, Any]]], start: float, end: float) -> dict[str, Any]:
-    """What reached users from `start` to `end` (the welcome burst): copies and everything else."""
+def _sent_between(
+    received: dict[int, list[dict[str, Any]]], start: float, first: float, end: float,
+) -> dict[str, Any]:
+    """What reached users from the welcome burst (`start`) to the last welcome (`end`): copies
+    and everything else, and the copies that went out before the first welcome (`first`)."""
     entries = [e for got in received.values() for e in got if start <= e["at"] <= end]
     copies = sum(1 for e in entries if is_copy(e))
-    return {"s": round(end - start, 2), "copies": copies, "other": len(entries) - copies,
-            "per_s": round(len(entries) / (end - start), 1) if end > start else None}
+    return {"s": round(end - start, 2), "first_welcome_s": round(first - start, 2), "copies": copies,
+            "copies_before_first_welcome": sum(1 for e in entries if is_copy(e) and e["at"] < first),
+            "other": len(entries) - copies, "per_s": round(len(entries) / (end - start), 1) if end > start else None}
 
 
 async def _block_some(users: Users, backlog: list[int]) -> list[dict[str, int]]:
