@@ -72,6 +72,9 @@ async def test_a_user_who_cannot_be_reached_stops_being_served(backend: Backend,
     await queue.sent_many([(first.message_id, {"message_id": 77})])
     assert await cases.record_delivery()(uc.RecordDeliveryCommand(running, 0)) == 4  # copy 0 arrived
 
+    inbox, processor = service.gateways.inbox(), service.bot.inbox_processor()
+    await inbox.add([InboxEvent(1, ANNA, "text", text="/help")], b.clock.now())  # sent before the block
+    b.clock.advance(timedelta(seconds=1))
     give_up = uc.GiveUpMessages(queue, cases.give_up_delivery())
     stop = uc.StopServingUser(users, queue, cases.cancel_order(), give_up, b.clock)
     stopped = await stop(uc.StopServingUserCommand(ANNA.user_id, "blocked"))
@@ -92,15 +95,20 @@ async def test_a_user_who_cannot_be_reached_stops_being_served(backend: Backend,
     assert closed.kind == "order_closed" and closed.blocked
     assert await stop(uc.StopServingUserCommand(ANNA.user_id, "blocked")) == uc.Stopped((), 1)
 
-    # Writing again makes the user reachable.
-    inbox = service.gateways.inbox()
-    await inbox.add([InboxEvent(1, ANNA, "text", text="/balance")], b.clock.now())
-    processor = service.bot.inbox_processor()
+    # What the user sent before the block says nothing new; writing again makes them reachable.
+    while await processor.turn():
+        pass
+    assert await users.blocked([ANNA.user_id]) == {ANNA.user_id}
+    (help_screen,) = await queue.claim(b.clock.now(), 10)
+    assert help_screen.blocked
+    await give_up([help_screen], "blocked")  # as core does with what it claims for a blocked user
+    b.clock.advance(timedelta(seconds=1))
+    await inbox.add([InboxEvent(2, ANNA, "text", text="/balance")], b.clock.now())
     while await processor.turn():
         pass
     assert await users.blocked([ANNA.user_id]) == set()
     (balance_screen,) = await queue.claim(b.clock.now(), 10)
-    assert not balance_screen.blocked
+    assert not balance_screen.blocked and balance_screen.payload["screen"] == "balance"
 
 
 async def _order(b: Any, copies: int) -> Any:

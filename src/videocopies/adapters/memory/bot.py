@@ -82,7 +82,12 @@ class InMemoryInbox:
             if message.dedup_key not in known:
                 self._store.outbox[next(self._store._outbox_ids)] = message
         self.processed[event.update_id] = outcome
-        _blocked(self._store).pop(event.user.user_id, None)
+        blocked = _blocked(self._store)
+        since = blocked.get(event.user.user_id)
+        stored = self.events.get(event.update_id)
+        received = stored.received_at if stored is not None else None
+        if since is not None and (received is None or since <= received):
+            del blocked[event.user.user_id]  # they wrote again since they were found blocked
 
     async def done_many(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
         for event, replies, outcome in handled:

@@ -96,21 +96,27 @@ ON CONFLICT (dedup_key) DO NOTHING
 # `= ANY` lets the planner find a batch's rows by primary key once the table has statistics
 # (EXPLAIN, 200 of 10,000 rows: 1.0 ms against 2.4 ms when joined to the JSON alone, which
 # hashed the whole table). A table never analyzed is scanned either way.
-# A user who writes again can be reached again: handling their event clears `blocked_at`
-# (through the partial index of blocked users, so it costs nothing while nobody is blocked).
+# A user who writes again can be reached again: handling an event they sent since they were
+# found blocked clears `blocked_at` (through the partial index of blocked users, so it costs
+# nothing while nobody is blocked). An event from before the block says nothing new.
 _MARK_DONE = """
 WITH reachable AS (
-    UPDATE bot_users SET blocked_at = NULL WHERE blocked_at IS NOT NULL AND user_id = ANY(%s::bigint[])
+    UPDATE bot_users b SET blocked_at = NULL
+     WHERE b.blocked_at IS NOT NULL AND b.user_id = ANY(%(users)s::bigint[])
+       AND EXISTS (SELECT 1 FROM inbox i WHERE i.id = ANY(%(ids)s::bigint[]) AND i.user_id = b.user_id
+                      AND i.received_at >= b.blocked_at)
 )
 UPDATE inbox SET processed_at = now(), outcome = d.outcome
-  FROM jsonb_to_recordset(%s::jsonb) AS d(id bigint, outcome text)
- WHERE inbox.id = d.id AND inbox.id = ANY(%s::bigint[])
+  FROM jsonb_to_recordset(%(done)s::jsonb) AS d(id bigint, outcome text)
+ WHERE inbox.id = d.id AND inbox.id = ANY(%(ids)s::bigint[])
 """
 _MARK_ONE_DONE = """
 WITH reachable AS (
-    UPDATE bot_users SET blocked_at = NULL WHERE blocked_at IS NOT NULL AND user_id = %s
+    UPDATE bot_users b SET blocked_at = NULL
+     WHERE b.blocked_at IS NOT NULL AND b.user_id = %(user)s
+       AND b.blocked_at <= (SELECT i.received_at FROM inbox i WHERE i.id = %(id)s)
 )
-UPDATE inbox SET processed_at = now(), outcome = %s WHERE id = %s
+UPDATE inbox SET processed_at = now(), outcome = %(outcome)s WHERE id = %(id)s
 """
 # An unreadable update whose user is unknown is kept as handled: there is nobody to answer.
 _KEEP_UNREADABLE = """
@@ -200,7 +206,7 @@ class PostgresInbox:
         async with self._pool.connection() as conn, conn.transaction():
             for reply in replies:
                 await conn.execute(_QUEUE_REPLY, [reply.user_id, reply.kind, Jsonb(reply.payload), reply.dedup_key])
-            await conn.execute(_MARK_ONE_DONE, [event.user.user_id, outcome, event.event_id])
+            await conn.execute(_MARK_ONE_DONE, {"user": event.user.user_id, "outcome": outcome, "id": event.event_id})
 
     async def done_many(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
         replies = [reply for _, queued, _ in handled for reply in queued]
@@ -210,10 +216,11 @@ class PostgresInbox:
                     {"user_id": r.user_id, "kind": r.kind, "payload": r.payload, "dedup_key": r.dedup_key}
                     for r in replies
                 ])])
-            await conn.execute(_MARK_DONE, [
-                sorted({e.user.user_id for e, _, _ in handled}),
-                Jsonb([{"id": e.event_id, "outcome": o} for e, _, o in handled]), [e.event_id for e, _, _ in handled],
-            ])
+            await conn.execute(_MARK_DONE, {
+                "users": sorted({e.user.user_id for e, _, _ in handled}),
+                "done": Jsonb([{"id": e.event_id, "outcome": o} for e, _, o in handled]),
+                "ids": [e.event_id for e, _, _ in handled],
+            })
 
     async def release(self, user_ids: Sequence[UserId]) -> None:
         users = list(user_ids)
