@@ -250,13 +250,13 @@ class ReportsIn(_Body):
     reports: list[ReportIn] = Field(min_length=1, max_length=500)
 
 
-StatName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
+StatName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 
 
 class DutyIn(_Body):
     token: str = Field(min_length=16, max_length=128, pattern=IDENTIFIER)
     stats: dict[StatName, Annotated[int, Field(ge=0, le=2**53)]] | None = Field(
-        None, max_length=32, description="Edge's own counters (unreadable, loop_restarts, flood_pauses, ...), "
+        None, max_length=256, description="Edge's own counters (unreadable, loop_restarts, flood_pauses, ...), "
                                          "shown in /metrics as videocopies_edge_<name>{node}.",
     )
 

@@ -18,7 +18,7 @@ from videocopies.adapters.postgres.figures import QueueFigures
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _COPY_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
-_EDGE_NAMES = 64
+_EDGE_NAMES = 256
 _EDGE_NODES = 64
 
 
