@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from videocopies.adapters.telegram.botapi import Refusal, refusal_of
@@ -81,3 +83,34 @@ def test_final_refusals_are_told_apart_from_failures_worth_another_try() -> None
     assert refusal_of(TelegramNetworkError(m, "reset")) is None
     assert refusal_of(TelegramRetryAfter(m, "Too Many Requests", 3)) is None
     assert refusal_of(TimeoutError()) is None
+
+
+async def test_copies_leave_the_reply_reserve_and_replies_go_before_waiting_copies(time_: FakeTime) -> None:
+    pacer = Pacer(PacingSettings(bot_rate=30, bot_burst=25, reply_reserve=15, chat_rate=1000, chat_burst=1000),
+                  clock=time_)
+    for chat in range(10):  # a backlog of copies spends all but the reserve at once
+        await pacer.admit(chat, urgent=False)
+    assert time_.now == 1000.0
+    await pacer.admit(100, urgent=False)  # the next copy waits for a token beyond the reserve
+    assert time_.now == pytest.approx(1000.0 + 1 / 30)
+    start = time_.now
+    for chat in range(200, 215):  # fifteen newcomers are welcomed at once from the reserve
+        await pacer.admit(chat, urgent=True)
+    assert time_.now == pytest.approx(start)
+
+
+async def test_a_copy_waits_while_a_reply_waits() -> None:
+    pacer = Pacer(PacingSettings(bot_rate=50, bot_burst=2, reply_reserve=1, chat_rate=1000, chat_burst=1000))
+    await pacer.admit(1, urgent=True)
+    await pacer.admit(2, urgent=True)  # the bucket is empty now
+    order: list[str] = []
+
+    async def send(name: str, urgent: bool) -> None:
+        await pacer.admit(hash(name) % 1000, urgent)
+        order.append(name)
+
+    copy = asyncio.ensure_future(send("copy", False))
+    await asyncio.sleep(0)  # the copy is waiting first
+    reply = asyncio.ensure_future(send("reply", True))
+    await asyncio.gather(copy, reply)
+    assert order == ["reply", "copy"]

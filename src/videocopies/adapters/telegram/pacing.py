@@ -5,6 +5,10 @@ short bursts allowed; past that it answers 429 with `retry_after`, and refuses e
 inside that window again. The maintained clients treat a 429 as covering the whole bot, and
 so does this pacer: one refusal pauses every send until the window closes. Buckets are a
 little stricter than Telegram's so that clock jitter between the two never tips a send over.
+
+Replies to what a user just did are urgent: they go before any copy waiting for its turn,
+and copies never spend the last `reply_reserve` tokens of the bot's bucket, so a burst of
+newcomers is welcomed at once even while a backlog of copies uses the whole rate.
 """
 
 from __future__ import annotations
@@ -19,15 +23,21 @@ import attrs
 @attrs.frozen
 class PacingSettings:
     bot_rate: float = 30.0  # messages per second, whole bot
-    bot_burst: int = 20
+    bot_burst: int = 25  # Telegram's own is about 30
+    reply_reserve: int = 15  # tokens of the bot's bucket that only replies spend
     chat_rate: float = 1.0  # messages per second, one chat
     chat_burst: int = 2
+
+    def __attrs_post_init__(self) -> None:
+        if not 0 <= self.reply_reserve < self.bot_burst:
+            raise ValueError("the reply reserve must be smaller than the bot's burst")
 
     @classmethod
     def from_env(cls, env: dict[str, str]) -> PacingSettings:
         return cls(
             bot_rate=float(env.get("VIDEOCOPIES_TELEGRAM_RATE", "30")),
-            bot_burst=int(env.get("VIDEOCOPIES_TELEGRAM_BURST", "20")),
+            bot_burst=int(env.get("VIDEOCOPIES_TELEGRAM_BURST", "25")),
+            reply_reserve=int(env.get("VIDEOCOPIES_TELEGRAM_REPLY_RESERVE", "15")),
             chat_rate=float(env.get("VIDEOCOPIES_TELEGRAM_CHAT_RATE", "1")),
             chat_burst=int(env.get("VIDEOCOPIES_TELEGRAM_CHAT_BURST", "2")),
         )
@@ -46,9 +56,11 @@ class Bucket:
         self.tokens = min(float(self.burst), self.tokens + (now - self.at) * self.rate)
         self.at = now
 
-    def free_at(self, now: float) -> float:
+    def free_at(self, now: float, keep: int = 0) -> float:
+        """When a token is there beyond the `keep` left for others."""
         self.refill(now)
-        return now if self.tokens >= 1.0 else now + (1.0 - self.tokens) / self.rate
+        need = 1.0 + keep
+        return now if self.tokens >= need else now + (need - self.tokens) / self.rate
 
     def take(self, now: float) -> None:
         self.refill(now)
@@ -56,7 +68,8 @@ class Bucket:
 
 
 class Pacer:
-    """Admits one send at a time per call of `admit`; `pause` holds every send for a while."""
+    """Admits sends; `pause` holds every send for a while. Callers send to a chat only when
+    `chat_ready_at` says its own bucket allows (the sender's dispatcher does)."""
 
     def __init__(self, settings: PacingSettings | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings or PacingSettings()
@@ -65,7 +78,9 @@ class Pacer:
         self._bot = Bucket(self.settings.bot_rate, self.settings.bot_burst, float(self.settings.bot_burst), now)
         self._chats: dict[int, Bucket] = {}
         self._paused_until = 0.0
-        self._lock = asyncio.Lock()
+        self._urgent_waiting = 0
+        self._no_urgent = asyncio.Event()
+        self._no_urgent.set()
         self.pauses = 0
 
     def chat_ready_at(self, chat_id: int) -> float:
@@ -86,23 +101,36 @@ class Pacer:
     def paused_until(self) -> float:
         return self._paused_until
 
-    async def admit(self, chat_id: int) -> None:
-        """Wait until one message may go to this chat, and count it."""
-        async with self._lock:  # one waiter at a time keeps the bot's bucket in arrival order
+    async def admit(self, chat_id: int, urgent: bool = True) -> None:
+        """Wait until one message may go to this chat, and count it. A copy (`urgent` False)
+        also waits while any reply waits, and leaves the reply reserve alone."""
+        if urgent:
+            self._urgent_waiting += 1
+            self._no_urgent.clear()
+        try:
             while True:
+                if not urgent and self._urgent_waiting:
+                    await self._no_urgent.wait()
+                    continue
                 now = self._clock()
                 chat = self._chats.get(chat_id)
                 if chat is None:
                     chat = self._chats[chat_id] = Bucket(
                         self.settings.chat_rate, self.settings.chat_burst, float(self.settings.chat_burst), now
                     )
-                ready = max(self._bot.free_at(now), chat.free_at(now), self._paused_until)
-                if ready <= now:
+                keep = 0 if urgent else self.settings.reply_reserve
+                ready = max(self._bot.free_at(now, keep), chat.free_at(now), self._paused_until)
+                if ready <= now:  # checked and taken in one step: no other waiter runs in between
                     self._bot.take(now)
                     chat.take(now)
                     self._forget_idle(now)
                     return
                 await asyncio.sleep(ready - now)
+        finally:
+            if urgent:
+                self._urgent_waiting -= 1
+                if not self._urgent_waiting:
+                    self._no_urgent.set()
 
     def _forget_idle(self, now: float) -> None:
         if len(self._chats) > 4096:  # full buckets carry no memory worth keeping

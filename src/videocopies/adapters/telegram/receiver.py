@@ -57,6 +57,7 @@ class Receiver:
     async def run(self, stop: asyncio.Event) -> None:
         await self.resume_fetches()
         offset: int | None = None
+        failures = 0
         while not stop.is_set():
             body: dict[str, Any] = {"timeout": self._poll_timeout, "allowed_updates": ALLOWED_UPDATES}
             if offset is not None:
@@ -71,10 +72,16 @@ class Receiver:
                 await sleep_unless(stop, 5.0)
                 continue
             except Exception as error:  # noqa: BLE001 - 5xx, network, odd answers: poll again shortly
-                log.warning("getUpdates failed (%r); again shortly", error)
+                # A lone 502 is common and says nothing about the next call: asked again at
+                # once (users are waiting for their presses to be answered); a run of
+                # failures backs off.
+                failures += 1
                 self.counts["poll_failures"] += 1
-                await sleep_unless(stop, 1.0)
+                pause = 0.0 if failures == 1 else min(5.0, 0.25 * 2 ** (failures - 2))
+                log.warning("getUpdates failed (%r); again in %.2f s", error, pause)
+                await sleep_unless(stop, pause)
                 continue
+            failures = 0
             if updates is None:
                 return
             if not isinstance(updates, list):

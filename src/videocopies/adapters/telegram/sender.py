@@ -64,7 +64,8 @@ class Sender:
     def __init__(
         self, bot: Bot, core: CoreClient, copies: CopyFetcher, work_dir: Path, *,
         pacer: Pacer | None = None, blocked: BlockedChats | None = None, batch: int = 100, queue_limit: int = 400,
-        hold_s: float = 60.0, connections: int = 16, attempts: int = 6, longest_pause_s: float = 30.0,
+        hold_s: float = 60.0, connections: int = 16, copy_connections: int = 6, attempts: int = 6,
+        longest_pause_s: float = 30.0,
         report_every_s: float = 0.05, clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._bot, self._core, self._copies, self._work_dir = bot, core, copies, work_dir
@@ -74,7 +75,10 @@ class Sender:
         self._batch, self._queue_limit, self._hold_s = batch, queue_limit, hold_s
         self._attempts, self._longest_pause_s, self._report_every_s = attempts, longest_pause_s, report_every_s
         self._clock = clock
-        self._connections = asyncio.Semaphore(connections)
+        # Replies and copies in flight (waiting for the pacer, or being sent) are bounded
+        # apart: copies queued for their turn never take the places a welcome needs.
+        self._limits = {True: connections, False: min(copy_connections, connections)}
+        self._flying = {True: 0, False: 0}
         self._chats: dict[int, deque[dict[str, Any]]] = {}
         self._scheduled: set[int] = set()  # chats in a queue below, or being sent to
         self._replies: deque[int] = deque()  # chats whose next message answers the user
@@ -186,24 +190,26 @@ class Sender:
     async def _dispatch_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             wait = self._later_is_due()
-            turns = self._replies or self._copy_turns
-            if not turns:
+            if self._replies and self._flying[True] < self._limits[True]:
+                chat_id, urgent = self._replies.popleft(), True
+            elif self._copy_turns and self._flying[False] < self._limits[False]:
+                chat_id, urgent = self._copy_turns.popleft(), False
+            else:
                 self._news.clear()
                 await _first(stop, self._news.wait(), timeout=min(wait if wait is not None else 1.0, 1.0))
                 continue
-            chat_id = turns.popleft()
             queue = self._chats.get(chat_id)
             if not queue:
                 self._scheduled.discard(chat_id)
                 continue
-            await self._connections.acquire()
             message = queue.popleft()
             self._queued -= 1
-            task = asyncio.ensure_future(self._send(message))
+            self._flying[urgent] += 1
+            task = asyncio.ensure_future(self._send(message, urgent))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, message: dict[str, Any], urgent: bool) -> None:
         """Send one message; then its chat takes its next turn (or waits, or is dropped)."""
         chat_id = message["chat_id"]
         pause_chat_s = 0.0
@@ -217,7 +223,7 @@ class Sender:
                 self._known.pop(message["id"], None)
                 return
             try:
-                message_id, file_id = await self._deliver(message)
+                message_id, file_id = await self._deliver(message, urgent)
             except Exception as error:  # noqa: BLE001 - every outcome is decided below
                 pause_chat_s = self._failed(message, error)
                 return
@@ -227,7 +233,7 @@ class Sender:
             self._report(report)
             self.sent += 1
         finally:
-            self._connections.release()
+            self._flying[urgent] -= 1
             self._after(chat_id, pause_chat_s)
 
     def _failed(self, message: dict[str, Any], error: BaseException) -> float:
@@ -290,11 +296,11 @@ class Sender:
 
     # -- Telegram ---------------------------------------------------------------------------
 
-    async def _deliver(self, message: dict[str, Any]) -> tuple[int, str | None]:
+    async def _deliver(self, message: dict[str, Any], urgent: bool) -> tuple[int, str | None]:
         """Send one message, paced; its Telegram message id and, for a video, the file id."""
         chat_id = message["chat_id"]
         if invoice := message.get("invoice"):
-            await self.pacer.admit(chat_id)
+            await self.pacer.admit(chat_id, urgent)
             sent = await self._bot.send_invoice(
                 chat_id, title=invoice["title"], description=invoice["description"],
                 payload=invoice["payload"], currency="XTR",
@@ -303,7 +309,7 @@ class Sender:
             return sent.message_id, None
         video = message.get("video")
         if not video:
-            await self.pacer.admit(chat_id)
+            await self.pacer.admit(chat_id, urgent)
             return await self._api.send_text(chat_id, message["text"], message["buttons"]), None
         markup = None
         if message["buttons"]:
@@ -315,7 +321,7 @@ class Sender:
         with tempfile.TemporaryDirectory(dir=self._work_dir) as scratch:
             path = Path(scratch) / "copy.mp4"
             await self._copies.fetch(video["key"], video.get("url"), path)  # before its turn: storage is not Telegram
-            await self.pacer.admit(chat_id)
+            await self.pacer.admit(chat_id, urgent)
             sent = await self._bot.send_video(
                 chat_id, FSInputFile(path, filename="copy.mp4"), caption=message["text"],
                 reply_markup=markup, supports_streaming=True,
