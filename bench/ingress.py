@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 import httpx
 import psycopg
-from _support import cpu_seconds, emit, fresh_database, postgres_cpu_seconds, server, simulator_process
+from _support import UNPACED_EDGE, cpu_seconds, emit, fresh_database, postgres_cpu_seconds, server, simulator_process
 
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token
 
@@ -57,7 +57,7 @@ def bot_stack(url: str, scratch: Path, store_dir: Path | None = None) -> Iterato
     direct = CoreProcess(url, quote_secret="bench", VIDEOCOPIES_DATABASE_DIRECT="1")
     with simulator_process(scratch, BOT_TOKEN) as sim, direct as core:
         edge = edge_process(core.url, issue_token(url, "edge-bench", "edge"), BOT_TOKEN, sim.url,
-                            scratch / "edge", store_dir)
+                            scratch / "edge", store_dir, **UNPACED_EDGE)
         try:
             assert core.process is not None
             _until_polling(sim.url, edge)
