@@ -34,13 +34,14 @@ def test_a_user_orders_receives_cancels_and_pays_only_for_what_arrived(
     assert clip.stat().st_size > 25 * 10**6
     processes: list[subprocess.Popen[bytes]] = []
     with BotApiSimulator(mode="local", files_dir=tmp_path / "telegram") as sim, \
-            CoreProcess(url, quote_secret=SECRET) as core:
+            CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_TELEGRAM_LOCAL="1") as core:
         bot_token = sim.create_bot()
         edge_token = issue_token(url, "edge-1", "edge")
         processes.append(edge_process(core.url, edge_token, bot_token, sim.url, tmp_path / "edge", tmp_path / "objects",
                                       local_api=True))
         worker_token = issue_token(url, "worker-1")
-        processes.append(worker_process(core.url, worker_token, tmp_path / "work", tmp_path / "objects"))
+        processes.append(worker_process(core.url, worker_token, tmp_path / "work", tmp_path / "objects",
+                                        VIDEOCOPIES_TELEGRAM_LOCAL="1"))
         user = sim.create_user(bot_token, first_name="Ann", language_code="en")
         try:
             asyncio.run(_story(user, clip, tmp_path, url))

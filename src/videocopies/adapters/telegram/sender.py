@@ -45,19 +45,28 @@ class CopyFetcher(Protocol):
 
 class BlockedChats:
     """Chats that refused the bot (403), shared by the sender and the receiver: a user who
-    writes again has unblocked the bot."""
+    writes again has unblocked the bot. Kept only for `remember_s`: it bridges the moment
+    until core has heard of the block (core then gives up that user's messages itself), and
+    with a webhook the user's next message may reach another edge's receiver."""
 
-    def __init__(self) -> None:
-        self._chats: set[int] = set()
+    def __init__(self, remember_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._chats: dict[int, float] = {}
+        self._remember_s, self._clock = remember_s, clock
 
     def __contains__(self, chat_id: object) -> bool:
-        return chat_id in self._chats
+        since = self._chats.get(chat_id)  # type: ignore[call-overload]
+        if since is None:
+            return False
+        if self._clock() - since > self._remember_s:
+            del self._chats[chat_id]  # type: ignore[arg-type]
+            return False
+        return True
 
     def add(self, chat_id: int) -> None:
-        self._chats.add(chat_id)
+        self._chats[chat_id] = self._clock()
 
     def wrote(self, chat_id: int) -> None:
-        self._chats.discard(chat_id)
+        self._chats.pop(chat_id, None)
 
 
 class Sender:
@@ -218,7 +227,9 @@ class Sender:
                 self._refused(message, Refusal.BLOCKED, "the user blocked the bot")
                 self._drop_chat(chat_id, Refusal.BLOCKED)
                 return
-            if self._clock() - self._known.get(message["id"], self._clock()) > self._hold_s - 5.0:
+            # Past its hold, core may have handed the message to another edge: sending it now
+            # could make it twice (a margin for the report's way back).
+            if self._clock() - self._known.get(message["id"], self._clock()) > self._hold_s * 0.9:
                 self.counts["held_too_long"] += 1  # core offers it again; sending now could make it twice
                 self._known.pop(message["id"], None)
                 return
