@@ -58,3 +58,12 @@ def test_video_and_sound_at_their_caps_stay_within_the_target(max_mb: int, durat
     worst = (rate * (duration_s + VBV_BUFFER_S) + audio) / 8
     if rate > MIN_VIDEO_BITS_PER_S:  # above the floor, the limit can be met
         assert worst <= limit * SIZE_TARGET_SHARE
+
+
+def test_a_cap_that_cannot_bind_is_not_given_to_x264() -> None:
+    """Under a local Bot API server's 2000 MiB a few seconds of copy could take 2.4 Gb/s: x264
+    refuses any rate over 2^31, so such a cap is left out rather than failing every render."""
+    plan = EffectsPlan.derive(seed=1, copy_index=0)
+    short = attrs.evolve(SOURCE, duration_s=5.0)
+    args = ffmpeg_args(plan, short, Path("in.mp4"), Path("out.mp4"), max_bytes=2000 * MIB)
+    assert "-maxrate" not in args and "-bufsize" not in args

@@ -24,6 +24,10 @@ AUDIO_BITS_PER_S = 136_000  # 128k AAC and its ADTS-free framing, rounded up
 CONTAINER_SHARE = 0.02
 VBV_BUFFER_S = 1.0
 MIN_VIDEO_BITS_PER_S = 16_000
+# A cap above this cannot bind (a 1080p60 source at our CRFs stays far below it), and x264
+# refuses a rate over 2^31 bits a second: a short copy under a local server's 2000 MiB
+# limit asked for 2.4 Gb/s and every render failed.
+UNBINDING_BITS_PER_S = 400_000_000
 
 
 def _positive(_info: object, attribute: attrs.Attribute, value: float) -> None:
@@ -135,7 +139,8 @@ def ffmpeg_args(
     args += ["-c:v", "libx264", "-preset", PRESET, "-crf", str(plan.crf), "-pix_fmt", "yuv420p"]
     if max_bytes is not None:
         rate = video_bitrate_cap(max_bytes, output_duration(plan, source), source.has_audio)
-        args += ["-maxrate", str(rate), "-bufsize", str(int(rate * VBV_BUFFER_S))]
+        if rate < UNBINDING_BITS_PER_S:
+            args += ["-maxrate", str(rate), "-bufsize", str(int(rate * VBV_BUFFER_S))]
     if source.has_audio:
         args += ["-c:a", "aac", "-b:a", AUDIO_BITRATE, "-ar", str(AUDIO_RATE)]
     if plan.strip_metadata:
