@@ -28,14 +28,15 @@ from videocopies.roles.launch import issue_token  # noqa: E402
 pytestmark = pytest.mark.slow
 CLOUD_DOWNLOAD_LIMIT = 20 * 1024 * 1024
 
-# How each bad file reaches the bot, and what the user reads: refused at once (no order),
-# or ordered and then refunded when the worker finds the file unusable.
+# How each bad file reaches the bot, and what the user reads. Edge measures every file before
+# a quote, so each is refused at once and nothing is ever reserved; the worker's own check
+# (a file that passed edge but not FFmpeg) is tested in test_source_limits.
 SENT_AS = {
-    "empty": ("video", "video/mp4", 2, "could not be made"),
-    "random_bytes": ("video", "video/mp4", 2, "could not be made"),
-    "truncated": ("video", "video/mp4", 2, "could not be made"),
-    "audio_only": ("document", "video/mp4", 2, "could not be made"),
-    "huge_header": ("video", "video/mp4", 1, "could not be made"),
+    "empty": ("video", "video/mp4", 2, "not a video"),
+    "random_bytes": ("video", "video/mp4", 2, "not a video"),
+    "truncated": ("video", "video/mp4", 2, "not a video"),
+    "audio_only": ("document", "video/mp4", 2, "not a video"),
+    "huge_header": ("video", "video/mp4", 1, "picture a second"),
     "very_long": ("video", "video/mp4", 7200, "too long"),
     "over_limit": ("video", "video/mp4", 2, "too large"),
     "image": ("document", "image/png", 0, "not a video"),
@@ -127,13 +128,10 @@ def test_a_bad_file_gets_a_clear_message_and_a_full_refund(
     path = make_bad(name, tmp_path, over_bytes=CLOUD_DOWNLOAD_LIMIT)
     chat = newcomer(bot)
     chat.send(how, path.read_bytes(), mime, duration, path.name)
-    if says == "could not be made":
-        chat.order(1)
     reply = chat.next(contains=says, timeout=90)
     assert reply["text"], reply
     assert settled(built.url, chat.id) == (50, 0, 0)
-    assert _fetch(built.url, "SELECT count(*) FROM orders WHERE user_id = %s AND state NOT IN "
-                  "('quoted', 'failed')", chat.id) == [(0,)]
+    assert _fetch(built.url, "SELECT count(*) FROM orders WHERE user_id = %s", chat.id) == [(0,)]
     assert files_left(built) == 0
 
 
