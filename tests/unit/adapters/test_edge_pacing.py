@@ -53,14 +53,23 @@ async def test_the_bot_never_goes_past_its_rate_across_chats(time_: FakeTime) ->
     assert times[-1] == pytest.approx((200 - 20) / 30, abs=0.05)
 
 
-async def test_a_429_pauses_every_chat_until_its_window_closes(time_: FakeTime) -> None:
-    pacer = Pacer(clock=time_)
+async def test_a_429_pauses_every_chat_until_its_window_closes_then_sends_slower(time_: FakeTime) -> None:
+    pacer = Pacer(PacingSettings(bot_rate=30, bot_burst=25, chat_rate=1000, chat_burst=1000), clock=time_)
     await pacer.admit(1)
     pacer.pause(3.0)
     assert pacer.chat_ready_at(2) == pytest.approx(time_.now + 3.0)
-    await pacer.admit(2)  # another chat, never refused by this window: it still waits
-    assert time_.now == pytest.approx(1003.0)
+    times = await _send_times(pacer, time_, [2, 3, 4, 5])  # other chats, never refused themselves: they wait
+    # After the window: no burst into the next one, and half the rate (15 a second).
+    assert times == pytest.approx([3 + 1 / 15, 3 + 2 / 15, 3 + 3 / 15, 3 + 4 / 15], abs=1e-3)
     assert pacer.pauses == 1
+
+
+async def test_the_rate_comes_back_after_a_while_without_429(time_: FakeTime) -> None:
+    pacer = Pacer(PacingSettings(bot_rate=30, bot_burst=25, chat_rate=1000, chat_burst=1000), clock=time_)
+    pacer.pause(1.0)
+    time_.now += 120.0  # long enough for every step back up
+    times = await _send_times(pacer, time_, list(range(100)))
+    assert times[-1] - times[-2] == pytest.approx(1 / 30, abs=1e-3)  # 30 a second again
 
 
 def test_final_refusals_are_told_apart_from_failures_worth_another_try() -> None:

@@ -19,6 +19,8 @@ from collections.abc import Callable
 
 import attrs
 
+RECOVER_S = 10.0
+
 
 @attrs.frozen
 class PacingSettings:
@@ -78,6 +80,7 @@ class Pacer:
         self._bot = Bucket(self.settings.bot_rate, self.settings.bot_burst, float(self.settings.bot_burst), now)
         self._chats: dict[int, Bucket] = {}
         self._paused_until = 0.0
+        self._slowed_at = 0.0
         self._urgent_waiting = 0
         self._no_urgent = asyncio.Event()
         self._no_urgent.set()
@@ -91,11 +94,26 @@ class Pacer:
         return max(ready, self._paused_until)
 
     def pause(self, seconds: float) -> None:
-        """Telegram said 429: nothing is sent until its window has closed."""
-        until = self._clock() + seconds
+        """Telegram said 429: nothing is sent until its window has closed, and then at half
+        the rate, from an empty bucket (no burst into the next window); the rate comes back
+        a quarter at a time for every `RECOVER_S` without a 429."""
+        now = self._clock()
+        until = now + seconds
         if until > self._paused_until:
             self._paused_until = until
             self.pauses += 1
+            self._bot.refill(now)
+            self._bot.tokens, self._bot.at = 0.0, until
+            self._bot.rate = max(1.0, self._bot.rate / 2)
+            self._slowed_at = until
+
+    def _recover(self, now: float) -> None:
+        if self._bot.rate >= self.settings.bot_rate or now - self._slowed_at < RECOVER_S:
+            return
+        steps = int((now - self._slowed_at) // RECOVER_S)
+        self._bot.refill(now)
+        self._bot.rate = min(self.settings.bot_rate, self._bot.rate * 1.25**steps)
+        self._slowed_at += steps * RECOVER_S
 
     @property
     def paused_until(self) -> float:
@@ -113,6 +131,7 @@ class Pacer:
                     await self._no_urgent.wait()
                     continue
                 now = self._clock()
+                self._recover(now)
                 chat = self._chats.get(chat_id)
                 if chat is None:
                     chat = self._chats[chat_id] = Bucket(
