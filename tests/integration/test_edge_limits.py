@@ -111,12 +111,13 @@ def test_a_25_mb_video_in_cloud_mode_is_refused_naming_20_mb(bot: Bot) -> None:
 
 @pytest.mark.slow
 def test_a_user_who_blocks_the_bot_stops_the_rendering_and_pays_for_what_arrived(bot: Bot, tmp_path: Path) -> None:
-    clip = make_clip(tmp_path / "clip.mp4", seconds=3, width=360, height=640)
+    # Long enough to render that ten copies take a while: the block must stop them midway.
+    clip = make_clip(tmp_path / "clip.mp4", seconds=8, width=540, height=960)
     user = bot.sim.create_user(bot.token, language_code="en")
 
     async def story() -> None:
         await _started(user)
-        user.send_video(clip.read_bytes(), width=360, height=640, duration=3)
+        user.send_video(clip.read_bytes(), width=540, height=960, duration=8)
         choose = await user.next_message(contains="How many copies", timeout=60)
         user.press(choose.message_id, "n:10")
         quote = await user.next_message(contains="10 copies", timeout=30)

@@ -245,6 +245,7 @@ class Core:
     def release_claims(self) -> None:
         """Shutting down: parked claims are answered empty now, not after their wait."""
         self._stop.set()
+        self.outbox_news.close()
         asyncio.ensure_future(self.waiters.stop())
 
     async def stop(self) -> None:

@@ -52,15 +52,22 @@ class OutboxNews:
     def __init__(self, glance: Callable[[], Awaitable[bool]], glance_every_s: float = 5.0) -> None:
         self._glance, self._every = glance, glance_every_s
         self._event = asyncio.Event()
+        self._closing = False
 
     def queued(self) -> None:
+        self._event.set()
+
+    def close(self) -> None:
+        """Core is stopping: waiting claims are answered now, not after their wait (a graceful
+        stop would otherwise wait out every long poll)."""
+        self._closing = True
         self._event.set()
 
     async def wait(self, timeout: float) -> bool:
         """True when something may be there to claim."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while True:
+        while not self._closing:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
@@ -71,6 +78,7 @@ class OutboxNews:
                 return True
             if await self._glance():
                 return True
+        return False
 
 
 @attrs.frozen

@@ -143,16 +143,19 @@ class Sender:
                 self._room.clear()
                 await _first(stop, self._room.wait())
                 continue
+            claim = self._core.call(
+                "POST", "/v1/outbox/claim", {"limit": min(self._batch, room), "wait_s": 20, "hold_s": self._hold_s},
+                timeout=45,
+            )
             try:
-                answer = await self._core.call(
-                    "POST", "/v1/outbox/claim",
-                    {"limit": min(self._batch, room), "wait_s": 20, "hold_s": self._hold_s}, timeout=45,
-                )
+                answer = await _unless_stopped(stop, claim)
             except Exception as error:  # noqa: BLE001 - core restarting: the client retried already
                 log.warning("outbox claim failed: %r", error)
                 self.counts["claim_failures"] += 1
                 await sleep_unless(stop, 1.0)
                 continue
+            if answer is None:
+                return  # stopped while the claim waited: what it held goes out again after its hold
             self.take(answer["messages"])
 
     def take(self, messages: list[dict[str, Any]]) -> None:
@@ -375,3 +378,18 @@ async def _first(stop: asyncio.Event, waiting: Any, timeout: float | None = None
     finally:
         task.cancel()
         stopped.cancel()
+
+
+async def _unless_stopped(stop: asyncio.Event, work: Any) -> Any:
+    """The result of `work`, or None when `stop` is set first (the work is cancelled)."""
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if not task.done():
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return None
+    return task.result()
