@@ -107,3 +107,11 @@ def test_a_video_stored_before_the_new_fields_still_reads() -> None:
                                                                                                False, 0.0)
     event = InboxEvent.from_payload(1, "video", {"user": {"id": 1, "language": "en"}, "video": old})
     assert event.video == video
+
+
+def test_a_copy_given_up_for_its_size_says_so_in_both_languages() -> None:
+    from videocopies.application.bot.screens import render
+
+    payload = {"index": 1, "copies": 5, "reason": "too_large", "returned": 4}
+    assert render("copy_failed", payload, "en").text.startswith("Copy 2 of 5 came out too large")
+    assert render("copy_failed", payload, "ru").text.startswith("Копия 2 из 5 получилась слишком большой")

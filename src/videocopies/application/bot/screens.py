@@ -224,6 +224,8 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
         return Screen(invoice.description, invoice=invoice)
     if kind == "copy_failed":
         first = str(payload.get("reason") or "matches_source").split(",")[0]
+        if first == "too_large":  # rendered once, over the upload limit: no "tries" to speak of
+            return Screen(t("copy_too_large", n=payload["index"] + 1, copies=payload["copies"]))
         why = t(f"why_{first}") if f"why_{first}" in TEXTS["en"] else first
         return Screen(t("copy_failed", n=payload["index"] + 1, copies=payload["copies"], why=why,
                         tries=payload.get("tries", 3), returned=payload.get("returned", 0)))
