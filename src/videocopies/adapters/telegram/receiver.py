@@ -25,7 +25,7 @@ from videocopies.adapters.http.client import CoreClient, CoreRefused
 from videocopies.adapters.telegram.botapi import LeanBotApi
 from videocopies.adapters.telegram.downloads import Downloads
 from videocopies.adapters.telegram.sender import BlockedChats
-from videocopies.adapters.telegram.supervise import sleep_unless
+from videocopies.adapters.telegram.supervise import sleep_unless, until_stopped
 from videocopies.application.bot.events import language_of
 from videocopies.application.bot.screens import text
 
@@ -63,7 +63,7 @@ class Receiver:
             if offset is not None:
                 body["offset"] = offset
             try:
-                updates = await _until(stop, self._api.call(GetUpdates, body, timeout_s=self._poll_timeout + 30))
+                updates = await until_stopped(stop, self._api.call(GetUpdates, body, timeout_s=self._poll_timeout + 30))
             except TelegramRetryAfter as slow_down:
                 await sleep_unless(stop, float(slow_down.retry_after))
                 continue
@@ -317,15 +317,3 @@ def _user(user: dict[str, Any]) -> dict[str, Any]:
 def _is_id(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53
 
-
-async def _until(stop: asyncio.Event, work: Any) -> Any:
-    """The result of `work`, or None when `stop` is set first (the work is cancelled)."""
-    task = asyncio.ensure_future(work)
-    stopped = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    stopped.cancel()
-    if not task.done():
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        return None
-    return task.result()

@@ -33,7 +33,7 @@ from aiogram.types import FSInputFile, InlineKeyboardButton, InlineKeyboardMarku
 from videocopies.adapters.http.client import CoreClient
 from videocopies.adapters.telegram.botapi import LeanBotApi, Refusal, refusal_of
 from videocopies.adapters.telegram.pacing import Pacer
-from videocopies.adapters.telegram.supervise import sleep_unless
+from videocopies.adapters.telegram.supervise import sleep_unless, until_stopped
 
 log = logging.getLogger(__name__)
 COPY = "copy_ready"
@@ -148,7 +148,7 @@ class Sender:
                 timeout=45,
             )
             try:
-                answer = await _unless_stopped(stop, claim)
+                answer = await until_stopped(stop, claim)
             except Exception as error:  # noqa: BLE001 - core restarting: the client retried already
                 log.warning("outbox claim failed: %r", error)
                 self.counts["claim_failures"] += 1
@@ -379,17 +379,3 @@ async def _first(stop: asyncio.Event, waiting: Any, timeout: float | None = None
         task.cancel()
         stopped.cancel()
 
-
-async def _unless_stopped(stop: asyncio.Event, work: Any) -> Any:
-    """The result of `work`, or None when `stop` is set first (the work is cancelled)."""
-    task = asyncio.ensure_future(work)
-    stopped = asyncio.ensure_future(stop.wait())
-    try:
-        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopped.cancel()
-    if not task.done():
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        return None
-    return task.result()
