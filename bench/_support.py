@@ -45,7 +45,7 @@ def service(url: str, pool_size: int, clock: ManualClock | None = None, direct: 
     """`direct` (prepared statements) unless VIDEOCOPIES_BENCH_LITERAL=1 asks for the PgBouncer-safe path."""
     if direct is None:
         direct = os.environ.get("VIDEOCOPIES_BENCH_LITERAL") != "1"
-    container = PostgresService(settings=Settings(quote_secret=b"bench-secret"))
+    container = PostgresService(settings=Settings(quote_secret=b"bench-secret" * 3))
     container.gateways.config.from_dict({"database_url": url, "pool_size": pool_size, "direct": direct})
     container.gateways.clock.override(providers.Object(clock or ManualClock(datetime.now(UTC))))
     return container

@@ -54,7 +54,7 @@ def bot_stack(url: str, scratch: Path, store_dir: Path | None = None) -> Iterato
     simulator's URL and pids, and stops all three afterwards."""
     # Core reaches PostgreSQL directly here, so it prepares its statements, as it is configured
     # for a direct connection (through PgBouncer in transaction mode it cannot).
-    direct = CoreProcess(url, quote_secret="bench", VIDEOCOPIES_DATABASE_DIRECT="1")
+    direct = CoreProcess(url, quote_secret="bench" * 7, VIDEOCOPIES_DATABASE_DIRECT="1")
     with simulator_process(scratch, BOT_TOKEN) as sim, direct as core:
         edge = edge_process(core.url, issue_token(url, "edge-bench", "edge"), BOT_TOKEN, sim.url,
                             scratch / "edge", store_dir, **UNPACED_EDGE)

@@ -24,7 +24,7 @@ from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.roles.launch import CoreProcess, RoleProcess, edge_process, issue_token, worker_process
 
 BOT_TOKEN = "424242:soak"
-SECRET = "soak-secret"
+SECRET = "soak-secret" * 3
 FINAL = ("done", "cancelled", "failed")
 TIDY_S = 3.0  # how often core removes copies stored but never checkpointed
 FAULTS = ("worker_killed", "worker_stopped", "core_restarted", "pgbouncer_restarted", "postgres_restarted",

@@ -182,7 +182,7 @@ def bot_stack(url: str, scratch: Path, copy: Path) -> Iterator[Stack]:
 
     logs, store = scratch / "logs", scratch / "objects"
     logs.mkdir()
-    direct = CoreProcess(url, quote_secret="bench", log_path=logs / "core.log", VIDEOCOPIES_DATABASE_DIRECT="1")
+    direct = CoreProcess(url, quote_secret="bench" * 7, log_path=logs / "core.log", VIDEOCOPIES_DATABASE_DIRECT="1")
     with simulator_process(scratch, BOT_TOKEN, strict=True) as sim, direct as core:
         edge = edge_process(core.url, issue_token(url, "edge-bench", "edge"), BOT_TOKEN, sim.url,
                             scratch / "edge", store)

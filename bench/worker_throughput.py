@@ -57,7 +57,7 @@ from videocopies.roles.containers import PostgresService
 from videocopies.roles.launch import CoreProcess, issue_token
 from videocopies.settings import Settings
 
-SECRET = "bench-worker"
+SECRET = "bench-worker" * 3
 
 
 def _peak_rss_mib(pid: int) -> float:

@@ -24,7 +24,7 @@ from videocopies.settings import Settings
 
 T = TypeVar("T")
 USER = UserId(1001)
-SECRET = b"features-quote-secret"
+SECRET = b"features-quote-secret" * 2
 REFUSALS = (DomainError, ApplicationError)
 
 

@@ -18,7 +18,7 @@ from videocopies.application.ports import UnitOfWork
 from videocopies.roles.containers import InMemoryService, PostgresService
 from videocopies.settings import Settings
 
-SECRET = b"contract-secret"
+SECRET = b"contract-secret" * 3
 
 
 @attrs.define

@@ -22,7 +22,7 @@ from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.telegram.simulator import BotApiSimulator
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process, worker_process
 
-SECRET = "acceptance-secret"
+SECRET = "acceptance-secret" * 2
 
 
 @pytest.mark.slow

@@ -28,7 +28,7 @@ class Seeded:
 
 
 async def seed(url: str) -> Seeded:
-    service = PostgresService(settings=Settings(quote_secret=b"control-seed", lease_ttl=timedelta(minutes=10)))
+    service = PostgresService(settings=Settings(quote_secret=b"control-seed" * 3, lease_ttl=timedelta(minutes=10)))
     service.gateways.config.from_dict({"database_url": url, "pool_size": 2})
     pool = service.gateways.pool()
     await pool.open(wait=True)

@@ -57,7 +57,7 @@ class CoreApi:
 
 
 async def serve_core(url: str, **core: Any) -> AsyncIterator[CoreApi]:
-    settings = Settings(quote_secret=b"api-secret", lease_ttl=timedelta(seconds=30))
+    settings = Settings(quote_secret=b"api-secret" * 4, lease_ttl=timedelta(seconds=30))
     container = build(settings, url, pool_size=3, lease_pool_size=2, safety_poll_s=10.0)
     running_core = Core(container, store=None, schema=migrate.check(url), **core)
     port = free_port()

@@ -19,7 +19,7 @@ from videocopies.settings import Settings
 
 async def live_a_little(url: str) -> dict[str, int]:
     """Returns how many orders were confirmed and coins granted, for the report to match."""
-    service = PostgresService(settings=Settings(quote_secret=b"ledger-scenario"))
+    service = PostgresService(settings=Settings(quote_secret=b"ledger-scenario" * 3))
     service.gateways.config.from_dict({"database_url": url, "pool_size": 2})
     service.gateways.payment_provider.override(providers.Object(InMemoryPaymentProvider()))
     pool = service.gateways.pool()

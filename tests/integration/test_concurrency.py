@@ -39,7 +39,7 @@ from videocopies.domain.shared import JobId, LotId, OrderId, UserId, WorkerId
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 
-SECRET = b"concurrency-secret"
+SECRET = b"concurrency-secret" * 2
 
 
 @attrs.define

@@ -54,7 +54,7 @@ async def test_a_capped_render_fits_the_upload_limit_and_keeps_the_whole_video(g
 
 
 async def test_a_copy_over_the_send_limit_is_given_up_not_stored_and_not_charged(grainy: Path, tmp_path: Path) -> None:
-    service = InMemoryService(settings=Settings(quote_secret=b"cap"))
+    service = InMemoryService(settings=Settings(quote_secret=b"cap" * 11))
     clock = ManualClock(datetime.now(UTC))
     service.gateways.clock.override(providers.Object(clock))
     cases, store = service.use_cases, FilesystemObjectStore(tmp_path / "objects")

@@ -24,7 +24,7 @@ from videocopies.settings import Settings
 
 
 async def _a_job_whose_lease_ran_out(url: str) -> str:
-    service = PostgresService(settings=Settings(quote_secret=b"s", lease_ttl=timedelta(seconds=1)))
+    service = PostgresService(settings=Settings(quote_secret=b"s" * 32, lease_ttl=timedelta(seconds=1)))
     service.gateways.config.from_dict({"database_url": url, "pool_size": 2})
     service.gateways.clock.override(providers.Object(ManualClock(datetime.now(UTC))))
     pool = service.gateways.pool()
@@ -43,7 +43,7 @@ async def _a_job_whose_lease_ran_out(url: str) -> str:
 def test_core_takes_back_lapsed_leases_and_stops_on_sigterm(pg_server: LocalPostgres, database: str) -> None:
     url = pg_server.url(database)
     job_id = asyncio.run(_a_job_whose_lease_ran_out(url))
-    env = {**os.environ, "VIDEOCOPIES_QUOTE_SECRET": "s", "VIDEOCOPIES_DATABASE_URL": url}
+    env = {**os.environ, "VIDEOCOPIES_QUOTE_SECRET": "s" * 32, "VIDEOCOPIES_DATABASE_URL": url}
     core = subprocess.Popen([sys.executable, "-m", "videocopies.cli", "core"], env=env, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 20

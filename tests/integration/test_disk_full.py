@@ -61,7 +61,7 @@ class FillsTheDiskAfterFirstCopy:
 
 
 async def test_a_disk_that_fills_fails_the_job_cleanly_and_gives_it_back(small_disk: Path, tmp_path: Path) -> None:
-    service = InMemoryService(settings=Settings(quote_secret=b"disk"))
+    service = InMemoryService(settings=Settings(quote_secret=b"disk" * 8))
     service.gateways.clock.override(providers.Object(ManualClock(datetime.now(UTC))))
     cases = service.use_cases
     store = FilesystemObjectStore(tmp_path / "objects")

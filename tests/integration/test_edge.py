@@ -16,7 +16,7 @@ from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
 from videocopies.adapters.telegram.simulator import BotApiSimulator
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process
 
-SECRET = "edge-secret"
+SECRET = "edge-secret" * 3
 
 
 def _stop(process: subprocess.Popen[bytes]) -> str:

@@ -16,7 +16,7 @@ from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.telegram.simulator import BotApiSimulator
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process
 
-SECRET = "downloads-secret"
+SECRET = "downloads-secret" * 2
 
 
 def _edge_count(core_url: str, name: str) -> int:

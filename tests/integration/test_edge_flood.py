@@ -21,7 +21,7 @@ async def _all_welcomed(users: list[SimulatedUser]) -> None:
 def test_a_429_pauses_every_send_for_its_window(pg_server: LocalPostgres, database: str, tmp_path: Path) -> None:
     url = pg_server.url(database)
     with BotApiSimulator(global_burst=30, global_rate=10, fault_rate=0.0, slow_rate=0.0) as sim, \
-            CoreProcess(url, quote_secret="flood") as core:
+            CoreProcess(url, quote_secret="flood" * 7) as core:
         token = sim.create_bot()
         edge = edge_process(core.url, issue_token(url, "edge-1", "edge"), token, sim.url, tmp_path / "edge")
         try:

@@ -27,7 +27,7 @@ from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.telegram.simulator import BotApiSimulator, SimulatedUser
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process, worker_process
 
-SECRET = "limits-secret"
+SECRET = "limits-secret" * 3
 
 
 @attrs.frozen

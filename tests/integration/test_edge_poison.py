@@ -16,7 +16,7 @@ from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.telegram.simulator import BotApiSimulator, SimulatedUser
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process
 
-SECRET = "poison-secret"
+SECRET = "poison-secret" * 3
 
 
 def _metrics(core_url: str) -> str:

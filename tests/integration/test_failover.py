@@ -40,7 +40,7 @@ from videocopies.settings import Settings
 from .harness import fetch_all
 
 DB = "videocopies"
-SECRET = "failover-secret"
+SECRET = "failover-secret" * 3
 CUSTOMERS = 6
 LOAD_BEFORE_KILL_S = 3.0
 SAFETY_POLL_S = "30"  # core's fallback wake-up: far longer than NOTIFY may take after the failover

@@ -51,7 +51,7 @@ class Api:
 @pytest.fixture
 async def api(pg_server: LocalPostgres, database: str) -> AsyncIterator[Api]:
     url = pg_server.url(database)
-    settings = Settings(quote_secret=b"api-secret", lease_ttl=timedelta(seconds=30))
+    settings = Settings(quote_secret=b"api-secret" * 4, lease_ttl=timedelta(seconds=30))
     container = build(settings, url, pool_size=3, lease_pool_size=2, safety_poll_s=10.0)
     core = Core(container, store=None, schema=migrate.check(url))
     port = free_port()

@@ -20,7 +20,7 @@ from videocopies.roles.containers import PostgresService
 from videocopies.roles.launch import CoreProcess, issue_token_async
 from videocopies.settings import Settings
 
-SECRET = "load-secret"
+SECRET = "load-secret" * 3
 CLIENTS = 2000
 JOBS = 20
 

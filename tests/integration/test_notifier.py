@@ -24,7 +24,7 @@ from videocopies.settings import Settings
 @pytest.fixture
 async def wired(pg_server: LocalPostgres, database: str, pgbouncer) -> tuple[PostgresService, PostgresNotifier]:
     # The application writes through PgBouncer; the listener sits on a direct connection.
-    service = PostgresService(settings=Settings(quote_secret=b"n"))
+    service = PostgresService(settings=Settings(quote_secret=b"n" * 32))
     service.gateways.config.from_dict({"database_url": pgbouncer.url(database), "pool_size": 4})
     service.gateways.clock.override(providers.Object(ManualClock(datetime.now(UTC))))
     service.gateways.config.listen_url.from_value(pg_server.url(database))

@@ -22,7 +22,7 @@ from videocopies.roles.launch import CoreProcess, edge_process, issue_token, sto
 
 from .harness import fetch_all, fetch_one, wait_for
 
-SECRET = "payments-secret"
+SECRET = "payments-secret" * 3
 
 
 def _next(user: Any, timeout: float = 30, **match: Any) -> Any:

@@ -65,7 +65,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 async def test_a_weak_plan_is_caught_and_rendered_again_on_every_kind_of_video(
     scene: str, corpus: dict[str, Path], tmp_path: Path
 ) -> None:
-    service = InMemoryService(settings=Settings(quote_secret=b"q"))
+    service = InMemoryService(settings=Settings(quote_secret=b"q" * 32))
     cases, store = service.use_cases, service.gateways.store()
     objects = InMemoryObjectStore()
     objects.objects[SOURCE] = corpus[scene].read_bytes()

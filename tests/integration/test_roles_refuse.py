@@ -13,7 +13,7 @@ from videocopies.adapters.postgres.cluster import LocalPostgres
 
 
 def _run(*args: str, url: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "VIDEOCOPIES_QUOTE_SECRET": "test", "VIDEOCOPIES_DATABASE_URL": url}
+    env = {**os.environ, "VIDEOCOPIES_QUOTE_SECRET": "test" * 8, "VIDEOCOPIES_DATABASE_URL": url}
     return subprocess.run(
         [sys.executable, "-m", "videocopies.cli", *args], env=env, capture_output=True, text=True, timeout=60
     )

@@ -213,7 +213,7 @@ class CountingTranscoder(FfmpegTranscoder):
 async def test_a_job_whose_source_lasts_thirty_minutes_fails_finally_and_refunds(
     files: dict[str, Path], tmp_path: Path
 ) -> None:
-    service = InMemoryService(settings=Settings(quote_secret=b"limits"))
+    service = InMemoryService(settings=Settings(quote_secret=b"limits" * 6))
     clock = ManualClock(datetime.now(UTC))
     service.gateways.clock.override(providers.Object(clock))
     cases, store = service.use_cases, FilesystemObjectStore(tmp_path / "objects")

@@ -27,7 +27,7 @@ from videocopies.settings import Settings
 
 from .harness import fetch_all, wait_for
 
-SECRET = "http-secret"
+SECRET = "http-secret" * 3
 
 
 async def _order(url: str, store: S3ObjectStore, clip: Path, copies: int) -> str:

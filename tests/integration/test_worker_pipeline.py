@@ -29,7 +29,7 @@ from videocopies.settings import Settings
 async def test_three_copies_rendered_on_real_components(
     pg_server: LocalPostgres, database: str, tmp_path: Path
 ) -> None:
-    service = PostgresService(settings=Settings(quote_secret=b"pipeline"))
+    service = PostgresService(settings=Settings(quote_secret=b"pipeline" * 4))
     service.gateways.config.from_dict({"database_url": pg_server.url(database), "pool_size": 4})
     service.gateways.clock.override(providers.Object(ManualClock(datetime.now(UTC))))
     pool = service.gateways.pool()

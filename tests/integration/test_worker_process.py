@@ -29,7 +29,7 @@ from videocopies.settings import Settings
 
 from .harness import fetch_all, wait_for
 
-SECRET = "process-secret"
+SECRET = "process-secret" * 3
 
 
 async def _order(url: str, store_dir: Path, clip: Path) -> str:

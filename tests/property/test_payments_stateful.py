@@ -45,7 +45,7 @@ class PaymentsLedgerMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.runner = asyncio.Runner()
-        self.service = InMemoryService(settings=Settings(quote_secret=b"property-secret"))
+        self.service = InMemoryService(settings=Settings(quote_secret=b"property-secret" * 3))
         self.cases = self.service.use_cases
         self.store = self.service.gateways.store()
         self.clock = self.service.gateways.clock()

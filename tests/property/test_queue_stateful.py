@@ -113,7 +113,7 @@ class JobQueueMachine(RuleBasedStateMachine):
         super().__init__()
         self.runner = asyncio.Runner()
         self.service = InMemoryService(
-            settings=Settings(quote_secret=b"property-secret", lease_ttl=TTL, max_attempts=MAX_ATTEMPTS)
+            settings=Settings(quote_secret=b"property-secret" * 3, lease_ttl=TTL, max_attempts=MAX_ATTEMPTS)
         )
         self.cases = self.service.use_cases
         self.store = self.service.gateways.store()

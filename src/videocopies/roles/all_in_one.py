@@ -113,7 +113,7 @@ def kept_secret(data: Path, env: dict[str, str], variable: str, file: str) -> tu
         return secret, None
     path = data / file
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(24))
+        path.write_text(secrets.token_urlsafe(32))
         path.chmod(0o600)
     return path.read_text().strip(), path
 

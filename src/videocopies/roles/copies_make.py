@@ -8,6 +8,7 @@ with one line before anything is started, and nothing is left behind either way.
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import sys
 import tempfile
@@ -58,7 +59,7 @@ async def _make(source: Path, copies: int, out: Path, scratch: Path) -> dict[str
     with LocalPostgres() as pg:  # its own directory, reachable by the server's user, removed on stop
         url = pg.url("videocopies")
         migrate.init(url, capacity=10)
-        service = PostgresService(settings=Settings(quote_secret=b"local-copies-make"))
+        service = PostgresService(settings=Settings(quote_secret=secrets.token_bytes(32)))
         service.gateways.config.from_dict({"database_url": url, "pool_size": 4, "direct": True})
         pool = service.gateways.pool()
         await pool.open(wait=True)

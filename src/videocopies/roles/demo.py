@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import sys
 import tempfile
 from datetime import timedelta
@@ -20,7 +21,7 @@ USER = UserId(1001)
 
 class Demo:
     def __init__(self, out=sys.stdout) -> None:  # type: ignore[no-untyped-def]
-        self.service = InMemoryService(settings=Settings(quote_secret=b"demo-secret"))
+        self.service = InMemoryService(settings=Settings(quote_secret=secrets.token_bytes(32)))
         self.cases = self.service.use_cases
         self.store = self.service.gateways.store()
         self.clock = self.service.gateways.clock()

@@ -20,7 +20,6 @@ from videocopies.roles import all_in_one
 
 COPIES = 5
 CLIP_SECONDS = 2
-SECRET = "demo-secret"
 
 
 class StoryBroken(Exception):

@@ -58,7 +58,7 @@ class CoreProcess:
     """`videocopies core` on a free port; `restart` keeps the port, as a deploy would."""
 
     def __init__(
-        self, database_url: str, listen_url: str | None = None, quote_secret: str = "process-secret",
+        self, database_url: str, listen_url: str | None = None, quote_secret: str | None = None,
         log_path: Path | None = None, **env: str,
     ) -> None:
         self.database_url = database_url
@@ -66,8 +66,8 @@ class CoreProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._env = {
-            **os.environ, "VIDEOCOPIES_QUOTE_SECRET": quote_secret, "VIDEOCOPIES_DATABASE_URL": database_url,
-            "VIDEOCOPIES_CORE_PORT": str(self.port), **env,
+            **os.environ, "VIDEOCOPIES_QUOTE_SECRET": quote_secret or secrets.token_urlsafe(32),
+            "VIDEOCOPIES_DATABASE_URL": database_url, "VIDEOCOPIES_CORE_PORT": str(self.port), **env,
         }
         if listen_url:
             self._env["VIDEOCOPIES_LISTEN_URL"] = listen_url

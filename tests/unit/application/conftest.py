@@ -111,7 +111,7 @@ class Shop:
 
 @pytest.fixture
 def service() -> InMemoryService:
-    return InMemoryService(settings=Settings(quote_secret=b"test-secret"))
+    return InMemoryService(settings=Settings(quote_secret=b"test-secret" * 3))
 
 
 @pytest.fixture

@@ -106,7 +106,7 @@ def test_settings_read_bonuses_validity_and_packages_from_the_environment() -> N
     assert (rules.start_bonus, rules.referral_bonus) == (20, 5)
     assert rules.valid_for(LotKind.MANUAL) == timedelta(days=7)
     assert rules.valid_for(LotKind.START) is None
-    settings = Settings.from_env({"VIDEOCOPIES_QUOTE_SECRET": "s", **env})
+    settings = Settings.from_env({"VIDEOCOPIES_QUOTE_SECRET": "s" * 32, **env})
     assert settings.purchase_valid_for == timedelta(days=365)
     catalog = packages_from_env({"VIDEOCOPIES_COIN_PACKAGES": "100:220,10:15"})
     assert [(p.stars, p.coins) for p in catalog.packages] == [(10, 15), (100, 220)]

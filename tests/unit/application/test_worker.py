@@ -93,7 +93,7 @@ class ScriptedInspector:
 
 class Rig:
     def __init__(self, root: Path) -> None:
-        self.service = InMemoryService(settings=Settings(quote_secret=b"w"))
+        self.service = InMemoryService(settings=Settings(quote_secret=b"w" * 32))
         self.cases = self.service.use_cases
         self.store = self.service.gateways.store()
         self.clock = self.service.gateways.clock()

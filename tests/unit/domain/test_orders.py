@@ -32,7 +32,7 @@ from videocopies.domain.shared import OrderId, UserId
 
 T0 = datetime(2026, 1, 1, 12, tzinfo=UTC)
 TTL = timedelta(minutes=10)
-SECRET = b"quote-secret"
+SECRET = b"quote-secret" * 3
 USER = UserId(1001)
 TARIFF = Tariff(version=1, per_copy={1: 5, 3: 4, 5: 4})
 POLICY = PricingPolicy(TARIFF)

@@ -21,7 +21,7 @@ from videocopies.domain.shared import OrderId, UserId
 
 T0 = datetime(2026, 1, 1, 12, tzinfo=UTC)
 TTL = timedelta(minutes=10)
-SECRET = b"quote-secret"
+SECRET = b"quote-secret" * 3
 USER = UserId(1001)
 TARIFF = Tariff(version=2, per_copy={1: 5, 5: 4, 10: 3})
 POLICY = PricingPolicy(TARIFF)
