@@ -10,7 +10,7 @@ import attrs
 from videocopies.domain.coins import GrantRules, LotKind
 from videocopies.domain.coins.grants import DEFAULT_VALIDITY
 from videocopies.domain.payments import DEFAULT_PACKAGES, CoinPackage, PackageCatalog
-from videocopies.domain.pricing import PricingPolicy, Tariff
+from videocopies.domain.pricing import MIN_SECRET_BYTES, PricingPolicy, QuoteKeys, Tariff
 from videocopies.domain.quality import QualityThresholds
 
 DEFAULT_TARIFF = Tariff(version=1, per_copy={1: 5, 5: 4, 10: 3})
@@ -18,7 +18,9 @@ DEFAULT_TARIFF = Tariff(version=1, per_copy={1: 5, 5: 4, 10: 3})
 
 @attrs.frozen
 class Settings:
-    quote_secret: bytes
+    quote_secret: bytes = attrs.field(repr=False)
+    previous_quote_secret: bytes | None = attrs.field(default=None, repr=False, kw_only=True)
+    quote_keys: QuoteKeys = attrs.field(init=False, repr=False)
     pricing: PricingPolicy = PricingPolicy(DEFAULT_TARIFF)
     quote_ttl: timedelta = timedelta(minutes=10)
     lease_ttl: timedelta = timedelta(seconds=30)
@@ -29,6 +31,10 @@ class Settings:
     reconcile_every: timedelta = timedelta(minutes=10)
     expiry_sweep_every: timedelta = timedelta(minutes=1)
 
+    @quote_keys.default
+    def _quote_keys(self) -> QuoteKeys:
+        return QuoteKeys.of(self.quote_secret, self.previous_quote_secret)
+
     @property
     def purchase_valid_for(self) -> timedelta | None:
         return self.grants.valid_for(LotKind.PURCHASE)
@@ -37,13 +43,10 @@ class Settings:
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
-        secret = env.get("VIDEOCOPIES_QUOTE_SECRET")
-        if not secret:
-            raise SystemExit(
-                "VIDEOCOPIES_QUOTE_SECRET is not set: quotes cannot be signed without a secret"
-            )
+        current, previous = quote_secrets_from_env(env)
         return cls(
-            quote_secret=secret.encode(),
+            quote_secret=current,
+            previous_quote_secret=previous,
             lease_ttl=timedelta(seconds=float(env.get("VIDEOCOPIES_LEASE_TTL_S", "30"))),
             duty_ttl=timedelta(seconds=float(env.get("VIDEOCOPIES_DUTY_TTL_S", "10"))),
             grants=grant_rules_from_env(env),
@@ -53,6 +56,23 @@ class Settings:
             orders_per_hour=int(env["VIDEOCOPIES_ORDERS_PER_HOUR"]) or None if "VIDEOCOPIES_ORDERS_PER_HOUR" in env
             else 30,
         )
+
+
+def quote_secrets_from_env(env: os._Environ[str] | dict[str, str]) -> tuple[bytes, bytes | None]:
+    """VIDEOCOPIES_QUOTE_SECRET signs; VIDEOCOPIES_QUOTE_SECRET_PREVIOUS, while a rotation runs,
+    is still accepted. Each at least 32 bytes."""
+    current, previous = env.get("VIDEOCOPIES_QUOTE_SECRET"), env.get("VIDEOCOPIES_QUOTE_SECRET_PREVIOUS") or None
+    if not current:
+        raise SystemExit("VIDEOCOPIES_QUOTE_SECRET is not set: quotes cannot be signed without a secret")
+    for name, value in (("VIDEOCOPIES_QUOTE_SECRET", current), ("VIDEOCOPIES_QUOTE_SECRET_PREVIOUS", previous)):
+        if value is not None and len(value.encode()) < MIN_SECRET_BYTES:
+            raise SystemExit(
+                f"{name} is {len(value.encode())} bytes: a quote secret needs at least {MIN_SECRET_BYTES}"
+                " (e.g. `openssl rand -base64 48`)"
+            )
+    if previous == current:
+        raise SystemExit("VIDEOCOPIES_QUOTE_SECRET_PREVIOUS is the same as VIDEOCOPIES_QUOTE_SECRET")
+    return current.encode(), previous.encode() if previous else None
 
 
 def _days(value: str, name: str) -> timedelta | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pytest_bdd import given, parsers, scenarios, then, when
 
-from videocopies.domain.pricing import PricingPolicy
+from videocopies.domain.pricing import PricingPolicy, QuoteKeys
 from videocopies.domain.shared import UserId
 
 from .conftest import confirm, quote
@@ -21,7 +21,7 @@ def _changed_by_one_character(shop: Shop) -> str:
 
 
 def _signed_with_another_secret(shop: Shop) -> str:
-    return shop.quote.signature(b"not-our-secret")
+    return shop.quote.signed(QuoteKeys.of(b"not-our-secret" * 3)).token
 
 
 def _of_another_quote(shop: Shop) -> str:

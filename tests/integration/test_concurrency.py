@@ -107,7 +107,7 @@ async def seed_confirmed_orders(app: App, copies: list[int]) -> list[JobId]:
     ConfirmOrder would have written (account, lot, reservation, hold, order, job, capacity slot),
     made by the same domain code and stored by the same repositories, in one transaction for speed."""
     now = app.clock.now()
-    policy, ttl = app.settings.pricing, app.settings.quote_ttl
+    policy, ttl, keys = app.settings.pricing, app.settings.quote_ttl, app.settings.quote_keys
     jobs = []
     async with app.new_uow() as uow:
         for i, n in enumerate(copies):
@@ -115,10 +115,10 @@ async def seed_confirmed_orders(app: App, copies: list[int]) -> list[JobId]:
             account = CoinAccount(user)
             account.grant(LotId(f"seed-lot-{i}"), LotKind.START, 50, now, now + timedelta(days=30))
             quote = Quote.issue(
-                OrderId(f"seed-order-{i:05}"), user, f"sources/{i}.mp4", n, policy.current, now, ttl, SECRET
+                OrderId(f"seed-order-{i:05}"), user, f"sources/{i}.mp4", n, policy.current, now, ttl, keys
             )
             order = Order.from_quote(quote, i, now)
-            order.confirm(quote, SECRET, now, policy, user)
+            order.confirm(quote, keys, now, policy, user)
             account.reserve(order.order_id, order.total, now)
             job = make_job(JobId(f"seed-job-{i:05}"), order.order_id, plan_copies(order.seed, n), now)
             await uow.accounts.add(account)
@@ -560,7 +560,7 @@ N_CLIENTS = 50
 async def seed_quotes(app: App, users: int) -> list[Quote]:
     """Each user with 50 coins and a quote for 5 copies: what GrantCoins and QuoteOrder write."""
     now = app.clock.now()
-    policy, ttl = app.settings.pricing, app.settings.quote_ttl
+    policy, ttl, keys = app.settings.pricing, app.settings.quote_ttl, app.settings.quote_keys
     quotes = []
     async with app.new_uow() as uow:
         for i in range(users):
@@ -568,7 +568,7 @@ async def seed_quotes(app: App, users: int) -> list[Quote]:
             account = CoinAccount(user)
             account.grant(LotId(f"bonus-{i}"), LotKind.START, 50, now, now + timedelta(days=30))
             quote = Quote.issue(
-                OrderId(f"q-{i:05}"), user, f"sources/{i}.mp4", COPIES, policy.current, now, ttl, SECRET
+                OrderId(f"q-{i:05}"), user, f"sources/{i}.mp4", COPIES, policy.current, now, ttl, keys
             )
             await uow.accounts.add(account)
             await uow.orders.add(Order.from_quote(quote, i, now))

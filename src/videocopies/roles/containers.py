@@ -102,7 +102,7 @@ class UseCases(containers.DeclarativeContainer):
         clock=gateways.clock,
         ids=gateways.ids,
         policy=settings.provided.pricing,
-        secret=settings.provided.quote_secret,
+        keys=settings.provided.quote_keys,
         ttl=settings.provided.quote_ttl,
     )
     confirm_order = providers.Singleton(
@@ -111,7 +111,7 @@ class UseCases(containers.DeclarativeContainer):
         clock=gateways.clock,
         ids=gateways.ids,
         policy=settings.provided.pricing,
-        secret=settings.provided.quote_secret,
+        keys=settings.provided.quote_keys,
         notifier=gateways.notifier,
         max_attempts=settings.provided.max_attempts,
     )
@@ -172,7 +172,7 @@ class Bot(containers.DeclarativeContainer):
         users=gateways.bot_users,
         clock=gateways.clock,
         policy=settings.provided.pricing,
-        secret=settings.provided.quote_secret,
+        keys=settings.provided.quote_keys,
         grant_coins=use_cases.grant_coins,
         quote_order=use_cases.quote_order,
         confirm_order=use_cases.confirm_order,

@@ -15,6 +15,7 @@ from videocopies.application.bot.conversation import BotSettings, Conversation, 
 from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo
 from videocopies.application.bot.inbox import InboxProcessor
 from videocopies.application.bot.screens import Screen, render
+from videocopies.domain.pricing import QuoteKeys
 from videocopies.domain.shared import UserId, WorkerId
 
 ANNA = BotUser(UserId(7), "ru", "Анна")
@@ -28,7 +29,7 @@ class Chat:
         self.users = InMemoryBotUsers(shop.store)
         cases = shop.cases
         self.conversation = Conversation(
-            shop.uow, self.users, shop.clock, shop.service.settings().pricing, b"test-secret",
+            shop.uow, self.users, shop.clock, shop.service.settings().pricing, shop.service.settings().quote_keys,
             cases.grant_coins(), cases.quote_order(), cases.confirm_order(), cases.cancel_order(),
             BotSettings(max_video_bytes=50 * 1024 * 1024, max_video_seconds=180),
         )
@@ -100,7 +101,7 @@ async def test_a_forged_or_replayed_confirm_button_orders_nothing(chat: Chat) ->
     _, quote_id, copies, total, _mac = quote.buttons[0][0].data.split(":")
     (forged,) = await chat.send(BOB, "button", data=f"c:{quote_id}:{copies}:{total}:AAAAAAAAAAAAAAAA")
     assert forged.text == "This button is no longer valid."
-    cheaper = confirm_data(b"other-secret", quote_id, 1, 1)  # a MAC made without core's secret
+    cheaper = confirm_data(QuoteKeys.of(b"other-secret" * 3), quote_id, 1, 1)  # a MAC made without core's secret
     (forged,) = await chat.send(BOB, "button", data=cheaper)
     assert forged.text == "This button is no longer valid."
     (confirmed,) = await chat.send(BOB, "button", data=quote.buttons[0][0].data)
@@ -168,12 +169,13 @@ async def test_one_users_events_are_never_handled_at_once(chat: Chat) -> None:
 
 
 def test_the_confirm_button_is_short_and_bound_to_the_quote_and_its_terms() -> None:
-    data = confirm_data(b"s", "abcdefghijkl", 10, 30)
+    keys, other = QuoteKeys.of(b"s" * 32, previous=b"p" * 32), QuoteKeys.of(b"t" * 32)
+    data = confirm_data(keys, "abcdefghijkl", 10, 30)
     assert len(data.encode()) <= 64
     mac = data.rsplit(":", 1)[1]
-    assert mac == confirm_mac(b"s", "abcdefghijkl", "10:30")
-    assert mac != confirm_mac(b"s", "abcdefghijkm", "10:30") and mac != confirm_mac(b"t", "abcdefghijkl", "10:30")
-    assert mac != confirm_mac(b"s", "abcdefghijkl", "10:3")
+    assert mac == confirm_mac(keys, "abcdefghijkl", "10:30")
+    assert mac != confirm_mac(keys, "abcdefghijkm", "10:30") and mac != confirm_mac(other, "abcdefghijkl", "10:30")
+    assert mac != confirm_mac(keys, "abcdefghijkl", "10:3")
 
 
 async def test_new_orders_past_the_hourly_limit_get_a_clear_screen_and_reserve_nothing(shop) -> None:  # type: ignore[no-untyped-def]

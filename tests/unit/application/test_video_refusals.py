@@ -28,7 +28,7 @@ class Bot:
         self.shop, self.inbox, self.users = shop, InMemoryInbox(shop.store), InMemoryBotUsers(shop.store)
         cases = shop.cases
         conversation = Conversation(
-            shop.uow, self.users, shop.clock, shop.service.settings().pricing, b"secret",
+            shop.uow, self.users, shop.clock, shop.service.settings().pricing, shop.service.settings().quote_keys,
             cases.grant_coins(), cases.quote_order(), cases.confirm_order(), cases.cancel_order(),
             BotSettings(max_video_bytes=20 * MIB, max_video_seconds=180, max_pixel_rate=1920 * 1080 * 60),
         )

@@ -24,6 +24,7 @@ from videocopies.domain.pricing import (
     QuoteAlreadyUsed,
     QuoteExpired,
     QuoteForged,
+    QuoteKeys,
     QuoteNotYours,
     Tariff,
     TariffRetired,
@@ -32,7 +33,7 @@ from videocopies.domain.shared import OrderId, UserId
 
 T0 = datetime(2026, 1, 1, 12, tzinfo=UTC)
 TTL = timedelta(minutes=10)
-SECRET = b"quote-secret" * 3
+KEYS = QuoteKeys.of(b"quote-secret" * 3)
 USER = UserId(1001)
 TARIFF = Tariff(version=1, per_copy={1: 5, 3: 4, 5: 4})
 POLICY = PricingPolicy(TARIFF)
@@ -40,7 +41,7 @@ PRICE, TOTAL = 4, 12  # three copies at 4 coins
 
 
 def quote() -> Quote:
-    return Quote.issue(OrderId("order-1"), USER, "sources/u/clip.mp4", 3, TARIFF, T0, TTL, SECRET)
+    return Quote.issue(OrderId("order-1"), USER, "sources/u/clip.mp4", 3, TARIFF, T0, TTL, KEYS)
 
 
 def quoted() -> Order:
@@ -49,7 +50,7 @@ def quoted() -> Order:
 
 def confirmed() -> Order:
     order = quoted()
-    order.confirm(quote(), SECRET, T0, POLICY, USER)
+    order.confirm(quote(), KEYS, T0, POLICY, USER)
     return order
 
 
@@ -112,7 +113,7 @@ def test_an_order_starts_quoted_with_every_copy_pending():
 def test_confirming_a_genuine_quote_accepts_it():
     order = quoted()
 
-    order.confirm(quote(), SECRET, T0, POLICY, USER)
+    order.confirm(quote(), KEYS, T0, POLICY, USER)
 
     assert order.state is OrderState.CONFIRMED
     assert order.events == [OrderConfirmed(OrderId("order-1"), USER, TOTAL)]
@@ -123,7 +124,7 @@ def test_a_quote_is_used_once():
     version = order.version
 
     with pytest.raises(QuoteAlreadyUsed):
-        order.confirm(quote(), SECRET, T0, POLICY, USER)
+        order.confirm(quote(), KEYS, T0, POLICY, USER)
 
     assert order.state is OrderState.CONFIRMED
     assert order.version == version
@@ -144,7 +145,7 @@ def test_a_refused_confirmation_leaves_the_order_quoted(presented, refusal, now,
     order = quoted()
 
     with pytest.raises(refusal):
-        order.confirm(presented(quote()), SECRET, now, policy, user)
+        order.confirm(presented(quote()), KEYS, now, policy, user)
 
     assert order.state is OrderState.QUOTED
     assert order.events == []
@@ -154,7 +155,7 @@ def test_a_forged_quote_cannot_pass_as_used_either():
     order = confirmed()
 
     with pytest.raises(QuoteForged):
-        order.confirm(attrs.evolve(quote(), token="A" * 22), SECRET, T0, POLICY, USER)
+        order.confirm(attrs.evolve(quote(), token="A" * 22), KEYS, T0, POLICY, USER)
 
 
 # --- running ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from videocopies.domain.pricing import (
     Quote,
     QuoteExpired,
     QuoteForged,
+    QuoteKeys,
     QuoteNotYours,
     Tariff,
     TariffRetired,
@@ -21,14 +22,14 @@ from videocopies.domain.shared import OrderId, UserId
 
 T0 = datetime(2026, 1, 1, 12, tzinfo=UTC)
 TTL = timedelta(minutes=10)
-SECRET = b"quote-secret" * 3
+KEYS = QuoteKeys.of(b"quote-secret" * 3)
 USER = UserId(1001)
 TARIFF = Tariff(version=2, per_copy={1: 5, 5: 4, 10: 3})
 POLICY = PricingPolicy(TARIFF)
 
 
-def issue(copies: int = 5, quote_id: str = "order-1", tariff: Tariff = TARIFF, secret: bytes = SECRET) -> Quote:
-    return Quote.issue(OrderId(quote_id), USER, "sources/u/clip.mp4", copies, tariff, T0, TTL, secret)
+def issue(copies: int = 5, quote_id: str = "order-1", tariff: Tariff = TARIFF, keys: QuoteKeys = KEYS) -> Quote:
+    return Quote.issue(OrderId(quote_id), USER, "sources/u/clip.mp4", copies, tariff, T0, TTL, keys)
 
 
 # --- tariffs ------------------------------------------------------------------------------
@@ -91,9 +92,11 @@ def test_a_quote_signature_is_stable_and_short_enough_for_a_button():
     quote = issue()
 
     assert issue().token == quote.token
-    assert quote.signature(SECRET) == quote.token
-    assert len(quote.token) == 22  # 128 bits, URL-safe base64 without padding
-    assert set(quote.token) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    assert quote.signed(KEYS) == quote
+    key_id, mac = quote.token.split(".")
+    assert key_id == KEYS.current.key_id
+    assert len(mac) == 22  # 128 bits, URL-safe base64 without padding
+    assert set(key_id + mac) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 def test_every_quote_gets_its_own_signature():
@@ -110,7 +113,7 @@ def test_a_quote_for_an_unoffered_number_of_copies_is_not_issued():
 
 
 def test_a_genuine_unexpired_quote_passes():
-    issue().verify(SECRET, T0 + TTL - timedelta(microseconds=1), POLICY, USER)
+    issue().verify(KEYS, T0 + TTL - timedelta(microseconds=1), POLICY, USER)
 
 
 def forged_variants() -> dict[str, Quote]:
@@ -124,9 +127,9 @@ def forged_variants() -> dict[str, Quote]:
         "more-copies-with-old-token": attrs.evolve(quote, copies=10, total=40),
         "later-expiry-with-old-token": attrs.evolve(quote, expires_at=T0 + 10 * TTL),
         "other-source-with-old-token": attrs.evolve(quote, source_key="sources/u/other.mp4"),
-        "signed-with-another-secret": issue(secret=b"someone-elses-secret"),
+        "signed-with-another-secret": issue(keys=QuoteKeys.of(b"someone-elses-secret" * 2)),
         # Even correctly signed, a total that is not copies x price is not a real quote.
-        "inconsistent-total-resigned": attrs.evolve(lying_total, token=lying_total.signature(SECRET)),
+        "inconsistent-total-resigned": attrs.evolve(lying_total, token=lying_total.signed(KEYS).token),
     }
 
 
@@ -135,7 +138,7 @@ def test_an_altered_or_foreign_signed_quote_is_refused_as_forged(name):
     forged = forged_variants()[name]
 
     with pytest.raises(QuoteForged) as refused:
-        forged.verify(SECRET, T0, POLICY, USER)
+        forged.verify(KEYS, T0, POLICY, USER)
 
     assert refused.value.quote_id == "order-1"
 
@@ -155,17 +158,17 @@ def test_a_genuine_quote_verifies_whatever_timezone_its_expiry_is_read_back_in()
     read_back = attrs.evolve(quote, expires_at=quote.expires_at.astimezone(timezone(timedelta(hours=1))))
     assert read_back == quote  # the same instant
 
-    read_back.verify(SECRET, T0, POLICY, USER)
+    read_back.verify(KEYS, T0, POLICY, USER)
 
 
 def test_the_right_secret_matters():
     with pytest.raises(QuoteForged):
-        issue().verify(b"another-secret", T0, POLICY, USER)
+        issue().verify(QuoteKeys.of(b"another-secret" * 3), T0, POLICY, USER)
 
 
 def test_another_users_quote_is_refused():
     with pytest.raises(QuoteNotYours) as refused:
-        issue().verify(SECRET, T0, POLICY, UserId(2002))
+        issue().verify(KEYS, T0, POLICY, UserId(2002))
 
     assert (refused.value.quote_id, refused.value.user_id) == ("order-1", 2002)
 
@@ -175,7 +178,7 @@ def test_a_quote_is_refused_from_its_expiry_on(late):
     quote = issue()
 
     with pytest.raises(QuoteExpired) as refused:
-        quote.verify(SECRET, quote.expires_at + late, POLICY, USER)
+        quote.verify(KEYS, quote.expires_at + late, POLICY, USER)
 
     assert refused.value.expired_at == T0 + TTL
 
@@ -185,7 +188,7 @@ def test_a_quote_on_a_retired_tariff_is_refused():
     policy = PricingPolicy(Tariff(version=3, per_copy={1: 6, 5: 5}))
 
     with pytest.raises(TariffRetired) as refused:
-        quote.verify(SECRET, T0, policy, USER)
+        quote.verify(KEYS, T0, policy, USER)
 
     assert (refused.value.quote_id, refused.value.tariff_version) == ("order-1", 2)
 
@@ -194,7 +197,7 @@ def test_an_old_tariff_version_still_accepted_is_honoured_at_its_old_price():
     quote = issue()
     policy = PricingPolicy(Tariff(version=3, per_copy={1: 6, 5: 5}), also_accepted={1, 2})
 
-    quote.verify(SECRET, T0, policy, USER)
+    quote.verify(KEYS, T0, policy, USER)
 
     assert policy.accepted_versions == frozenset({1, 2, 3})
     assert quote.total == 20

@@ -7,9 +7,6 @@ event again (after a crash before it was marked done) says nothing twice.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -23,7 +20,7 @@ from videocopies.application.ports import Clock, OutboxMessage
 from videocopies.domain.coins import CoinAccount, InsufficientCoins, LotKind, parse_invite
 from videocopies.domain.orders import OrderNotInState, OrderState
 from videocopies.domain.payments import DEFAULT_PACKAGES, PackageCatalog, PaymentMismatch
-from videocopies.domain.pricing import PricingPolicy, Quote, QuoteAlreadyUsed, QuoteExpired, TariffRetired
+from videocopies.domain.pricing import PricingPolicy, Quote, QuoteAlreadyUsed, QuoteExpired, QuoteKeys, TariffRetired
 from videocopies.domain.shared import DomainError, LotId, OrderId, UserId
 from videocopies.telegram_limits import CLOUD_DOWNLOAD_BYTES, DEFAULT_MAX_PIXEL_RATE, DEFAULT_MAX_SECONDS
 
@@ -37,6 +34,7 @@ _REFUSAL_SCREENS = {
 # Text commands a whole batch of users can share a few statements for: they only greet,
 # explain or show a balance (anything else, /history included, goes one event at a time).
 _HISTORY = "/history"
+_BUTTON_MAC_BYTES = 12  # with the key id, a button stays well under Telegram's 64 bytes
 _HOUR = timedelta(hours=1)
 _READS_BALANCE = ("/start", "/balance")
 
@@ -69,17 +67,20 @@ class BotSettings:
     orders_per_hour: int | None = 30  # None: no limit
 
 
-def confirm_mac(secret: bytes, quote_id: str, terms: str = "") -> str:
-    """A short MAC for the confirm button: the full quote token does not fit in 64 bytes, so
-    the button names the stored quote (and repeats its copies and total for the reply) and
-    proves core issued the button for exactly that."""
-    digest = hmac.new(secret, f"confirm:{quote_id}:{terms}".encode(), hashlib.sha256).digest()[:12]
-    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+def _button_terms(quote_id: str, terms: str) -> bytes:
+    return f"confirm:{quote_id}:{terms}".encode()
 
 
-def confirm_data(secret: bytes, quote_id: str, copies: int, total: int) -> str:
+def confirm_mac(keys: QuoteKeys, quote_id: str, terms: str = "") -> str:
+    """A short MAC for the confirm button (`<key id>.<96 bits>`): the full quote token does not
+    fit in 64 bytes, so the button names the stored quote (and repeats its copies and total for
+    the reply) and proves core issued the button for exactly that."""
+    return keys.sign(_button_terms(quote_id, terms), _BUTTON_MAC_BYTES)
+
+
+def confirm_data(keys: QuoteKeys, quote_id: str, copies: int, total: int) -> str:
     terms = f"{copies}:{total}"
-    return f"c:{quote_id}:{terms}:{confirm_mac(secret, quote_id, terms)}"
+    return f"c:{quote_id}:{terms}:{confirm_mac(keys, quote_id, terms)}"
 
 
 @attrs.define
@@ -88,7 +89,7 @@ class Conversation:
     users: BotUsers
     clock: Clock
     policy: PricingPolicy
-    secret: bytes
+    keys: QuoteKeys
     grant_coins: uc.GrantCoins
     quote_order: uc.QuoteOrder
     confirm_order: uc.ConfirmOrder
@@ -256,7 +257,7 @@ class Conversation:
                 replies.screen("button_invalid")
                 return
             quote_id, copies, total, mac = parts
-            if not hmac.compare_digest(mac, confirm_mac(self.secret, quote_id, f"{copies}:{total}")):
+            if not self.keys.verify(mac, _button_terms(quote_id, f"{copies}:{total}"), _BUTTON_MAC_BYTES):
                 replies.screen("button_invalid")
             else:
                 await self._confirm(user, OrderId(quote_id), int(copies), int(total), replies)
@@ -284,7 +285,7 @@ class Conversation:
             return replies.message(
                 "quote", copies=quote.copies, per_copy=quote.price_per_copy, total=quote.total,
                 expires_at=quote.expires_at.isoformat(),
-                confirm_data=confirm_data(self.secret, quote.quote_id, quote.copies, quote.total),
+                confirm_data=confirm_data(self.keys, quote.quote_id, quote.copies, quote.total),
             )
 
         await self.quote_order(

@@ -9,7 +9,7 @@ from videocopies.application.ports import Clock, Ids, Notifier, OutboxMessage
 from videocopies.application.use_cases._common import UowFactory, load_account, load_order
 from videocopies.domain.effects import plan_copies
 from videocopies.domain.jobs import make_job
-from videocopies.domain.pricing import PricingPolicy
+from videocopies.domain.pricing import PricingPolicy, QuoteKeys
 from videocopies.domain.shared import OrderId, UserId
 
 
@@ -35,12 +35,12 @@ class ConfirmOrder:
         clock: Clock,
         ids: Ids,
         policy: PricingPolicy,
-        secret: bytes,
+        keys: QuoteKeys,
         notifier: Notifier,
         max_attempts: int = 3,
     ) -> None:
         self._uow, self._clock, self._ids = uow, clock, ids
-        self._policy, self._secret, self._notifier = policy, secret, notifier
+        self._policy, self._keys, self._notifier = policy, keys, notifier
         self._max_attempts = max_attempts
 
     async def __call__(self, cmd: ConfirmOrderCommand) -> OrderId:
@@ -49,7 +49,7 @@ class ConfirmOrder:
             await uow.prefetch(orders=[cmd.quote_id], accounts=[cmd.user_id])
             order = await load_order(uow, cmd.quote_id, cmd.user_id)
             presented = order.quote if cmd.token is None else attrs.evolve(order.quote, token=cmd.token)
-            order.confirm(presented, self._secret, now, self._policy, cmd.user_id)
+            order.confirm(presented, self._keys, now, self._policy, cmd.user_id)
             account = await load_account(uow, cmd.user_id, create=True)
             account.reserve(order.order_id, order.total, now)
             if not await uow.capacity.take(order.order_id):

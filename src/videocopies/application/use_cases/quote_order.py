@@ -10,7 +10,7 @@ import attrs
 from videocopies.application.ports import Clock, Ids, OutboxMessage
 from videocopies.application.use_cases._common import UowFactory
 from videocopies.domain.orders import Order
-from videocopies.domain.pricing import PricingPolicy, Quote
+from videocopies.domain.pricing import PricingPolicy, Quote, QuoteKeys
 from videocopies.domain.shared import UserId
 
 
@@ -34,17 +34,17 @@ class QuoteOrder:
         clock: Clock,
         ids: Ids,
         policy: PricingPolicy,
-        secret: bytes,
+        keys: QuoteKeys,
         ttl: timedelta,
     ) -> None:
         self._uow, self._clock, self._ids = uow, clock, ids
-        self._policy, self._secret, self._ttl = policy, secret, ttl
+        self._policy, self._keys, self._ttl = policy, keys, ttl
 
     async def __call__(self, cmd: QuoteOrderCommand) -> Quote:
         now = self._clock.now()
         quote = Quote.issue(
             self._ids.order_id(), cmd.user_id, cmd.source_key, cmd.copies,
-            self._policy.current, now, self._ttl, self._secret, cmd.source_bytes,
+            self._policy.current, now, self._ttl, self._keys, cmd.source_bytes,
         )
         async with self._uow() as uow:
             await uow.orders.add(Order.from_quote(quote, self._ids.seed(), now))

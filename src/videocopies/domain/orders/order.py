@@ -7,7 +7,7 @@ from datetime import datetime
 
 import attrs
 
-from videocopies.domain.pricing import PricingPolicy, Quote, QuoteAlreadyUsed, QuoteForged
+from videocopies.domain.pricing import PricingPolicy, Quote, QuoteAlreadyUsed, QuoteForged, QuoteKeys
 from videocopies.domain.shared import DomainError, DomainEvent, OrderId, UserId
 
 
@@ -125,12 +125,12 @@ class Order:
         return sum(1 for c in self.copies if c.state is state)
 
     def confirm(
-        self, presented: Quote, secret: bytes, now: datetime, policy: PricingPolicy, user_id: UserId
+        self, presented: Quote, keys: QuoteKeys, now: datetime, policy: PricingPolicy, user_id: UserId
     ) -> None:
         """Accept the quote once: genuine, the user's own, unexpired, on an honoured tariff."""
         if type(presented) is not type(self.quote) or presented.terms() != self.quote.terms():
             raise QuoteForged(presented.quote_id)
-        presented.authenticate(secret, user_id)
+        presented.authenticate(keys, user_id)
         if self.state is not OrderState.QUOTED:
             raise QuoteAlreadyUsed(self.order_id)
         presented.check_terms(now, policy)

@@ -1,5 +1,6 @@
 """Pricing: versioned tariffs and signed, expiring, single-use quotes."""
 
+from videocopies.domain.pricing.keys import MIN_SECRET_BYTES, QuoteKey, QuoteKeys, QuoteKeysClash, QuoteKeyTooShort
 from videocopies.domain.pricing.quote import (
     Quote,
     QuoteAlreadyUsed,
@@ -16,6 +17,7 @@ from videocopies.domain.pricing.tariff import (
 )
 
 __all__ = [
-    "InvalidTariff", "PricingPolicy", "Quote", "QuoteAlreadyUsed", "QuoteExpired",
-    "QuoteForged", "QuoteNotYours", "Tariff", "TariffRetired", "UnsupportedCopyCount",
+    "MIN_SECRET_BYTES", "InvalidTariff", "PricingPolicy", "Quote", "QuoteAlreadyUsed", "QuoteExpired",
+    "QuoteForged", "QuoteKey", "QuoteKeyTooShort", "QuoteKeys", "QuoteKeysClash", "QuoteNotYours", "Tariff",
+    "TariffRetired", "UnsupportedCopyCount",
 ]

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import base64
-import hmac
 from datetime import UTC, datetime, timedelta
 
 import attrs
 
+from videocopies.domain.pricing.keys import QuoteKeys
 from videocopies.domain.pricing.tariff import PricingPolicy, Tariff
 from videocopies.domain.shared import DomainError, OrderId, UserId
+
+_MAC_BYTES = 16
 
 
 @attrs.define
@@ -66,7 +67,7 @@ class Quote:
         tariff: Tariff,
         now: datetime,
         ttl: timedelta,
-        secret: bytes,
+        keys: QuoteKeys,
         source_bytes: int = 0,
     ) -> Quote:
         price = tariff.price_per_copy(copies)
@@ -74,11 +75,15 @@ class Quote:
             quote_id, user_id, source_key, copies, price, copies * price,
             tariff.version, now + ttl, token="", source_bytes=source_bytes,
         )
-        return attrs.evolve(unsigned, token=unsigned.signature(secret))
+        return unsigned.signed(keys)
 
-    def signature(self, secret: bytes) -> str:
-        """A 128-bit HMAC-SHA256 of every field, URL-safe so it fits in a button."""
-        message = "|".join(
+    def signed(self, keys: QuoteKeys) -> Quote:
+        """This quote with its token made by the current key."""
+        return attrs.evolve(self, token=keys.sign(self.signed_message(), _MAC_BYTES))
+
+    def signed_message(self) -> bytes:
+        """Every field the token signs (a 128-bit HMAC-SHA256, named by the key's id)."""
+        return "|".join(
             (
                 "quote-v1", self.quote_id, str(self.user_id), self.source_key, str(self.copies),
                 str(self.price_per_copy), str(self.total), str(self.tariff_version),
@@ -87,8 +92,6 @@ class Quote:
                 str(self.source_bytes),
             )
         ).encode()
-        digest = hmac.digest(secret, message, "sha256")[:16]
-        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
     def terms(self) -> tuple[object, ...]:
         """Everything the quote binds, without the token that signs it."""
@@ -97,14 +100,14 @@ class Quote:
             self.tariff_version, self.expires_at, self.source_bytes,
         )
 
-    def verify(self, secret: bytes, now: datetime, policy: PricingPolicy, user_id: UserId) -> None:
+    def verify(self, keys: QuoteKeys, now: datetime, policy: PricingPolicy, user_id: UserId) -> None:
         """Refuse a quote that was altered, is someone else's, is past its expiry,
         or was priced on a tariff no longer honoured."""
-        self.authenticate(secret, user_id)
+        self.authenticate(keys, user_id)
         self.check_terms(now, policy)
 
-    def authenticate(self, secret: bytes, user_id: UserId) -> None:
-        if not hmac.compare_digest(self.token, self.signature(secret)):
+    def authenticate(self, keys: QuoteKeys, user_id: UserId) -> None:
+        if not keys.verify(self.token, self.signed_message(), _MAC_BYTES):
             raise QuoteForged(self.quote_id)
         if self.total != self.copies * self.price_per_copy:
             raise QuoteForged(self.quote_id)
