@@ -3,7 +3,9 @@
 A token is "<node_id>.<secret>". Only the secret's SHA-256 is stored: the secret is random
 and long, so a slow password hash would add cost without adding safety. Checking a token
 costs no SQL: core keeps the live nodes in memory, reloads them when told a node was added
-or revoked, and every minute in case such news was lost.
+or revoked, and every minute in case such news was lost. An id it does not know costs no
+query of its own either: at most one reload of the live nodes every `unknown_reload_s`,
+shared by every request that waits for it, so random ids cannot drain the pool.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 import hashlib
 import hmac
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
@@ -110,15 +113,23 @@ class NodeAuthenticator:
     """Bearer token → live node, from an in-memory copy of the registry."""
 
     def __init__(
-        self, registry: NodeRegistry, clock: Clock, refresh_s: float = 60.0, flush_seen_s: float = 30.0
+        self, registry: NodeRegistry, clock: Clock, refresh_s: float = 60.0, flush_seen_s: float = 30.0,
+        unknown_reload_s: float = 10.0, remembered_unknown: int = 4096,
     ) -> None:
         self._registry, self._clock = registry, clock
         self._refresh_s, self._flush_seen_s = refresh_s, flush_seen_s
+        self._unknown_reload_s, self._remembered_unknown = unknown_reload_s, remembered_unknown
         self._nodes: dict[str, Node] = {}
-        self._missing: dict[str, datetime] = {}  # node ids looked up and not found, and when
+        # Ids a reload did not find since news last came (a NOTIFY or the periodic reload),
+        # oldest first: a node retrying with a revoked token triggers no reloads of its own.
+        self._unknown: OrderedDict[str, None] = OrderedDict()
+        self._unknown_reload_at: datetime | None = None
+        self._reloading: asyncio.Future[None] | None = None
+        self._loads = 0  # full reloads so far: an older read never replaces a newer one
         self._seen: dict[str, datetime] = {}
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.unknown_reloads = 0
 
     async def start(self) -> None:
         await self.reload()
@@ -136,8 +147,9 @@ class NodeAuthenticator:
         self._changed.set()
 
     async def reload(self) -> None:
+        self._loads += 1
         self._nodes = {node.node_id: node for node in await self._registry.live()}
-        self._missing.clear()
+        self._unknown.clear()
 
     async def authenticate(self, token: str | None) -> Node | None:
         parts = split_token(token) if token else None
@@ -155,19 +167,35 @@ class NodeAuthenticator:
         return node
 
     async def _look_up(self, node_id: str) -> Node | None:
-        # A token issued a moment ago whose news has not arrived yet; a burst of unknown ids
-        # costs one lookup per id per refresh period, not one per request.
+        # A token issued a moment ago whose news has not arrived yet is found by a reload of
+        # every live node, at most once per `unknown_reload_s` whatever ids come meanwhile.
+        if node_id in self._unknown:
+            return None
         now = self._clock.now()
-        if (at := self._missing.get(node_id)) is not None and (now - at).total_seconds() < self._refresh_s:
-            return None
-        if len(self._missing) > 10_000:
-            self._missing.clear()
-        node = await self._registry.get(node_id)
-        if node is None or not node.live:
-            self._missing[node_id] = now
-            return None
-        self._nodes[node_id] = node
+        if self._reloading is None and (
+            self._unknown_reload_at is None or (now - self._unknown_reload_at).total_seconds() >= self._unknown_reload_s
+        ):
+            self._unknown_reload_at = now
+            self._reloading = asyncio.ensure_future(self._reload_for_unknown())
+        if self._reloading is None:
+            return None  # not looked for: remembered only once a reload has not found it
+        await asyncio.shield(self._reloading)  # a caller that leaves does not stop it for the others
+        node = self._nodes.get(node_id)
+        if node is None:
+            self._unknown[node_id] = None
+            if len(self._unknown) > self._remembered_unknown:
+                self._unknown.popitem(last=False)
         return node
+
+    async def _reload_for_unknown(self) -> None:
+        try:
+            self.unknown_reloads += 1
+            loads = self._loads
+            nodes = await self._registry.live()
+            if loads == self._loads:  # ids refused so far stay refused
+                self._nodes = {node.node_id: node for node in nodes}
+        finally:
+            self._reloading = None
 
     async def _keep_fresh(self) -> None:
         loop = asyncio.get_running_loop()

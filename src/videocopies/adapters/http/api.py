@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import videocopies
+from videocopies.adapters.http.guard import BodyLimits, Guarded, node_of
 from videocopies.adapters.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.application import use_cases as uc
@@ -234,9 +235,12 @@ class _Relocated:
         await self._app(scope, receive, send)
 
 
-def create_app(services: JobApiServices, edge: Any = None, control: Any = None) -> FastAPI:
+def create_app(
+    services: JobApiServices, edge: Any = None, control: Any = None, limits: BodyLimits | None = None
+) -> FastAPI:
     """`edge`: an EdgeApiServices, to serve edge's inbox and outbox too; `control`: a
-    ControlApiServices, for operators' grants, refunds and reconciliation."""
+    ControlApiServices, for operators' grants, refunds and reconciliation; `limits`: the
+    largest body each route takes (see guard.BODY_LIMITS)."""
     started = time.monotonic()
     app = FastAPI(
         title="videocopies core",
@@ -246,6 +250,7 @@ def create_app(services: JobApiServices, edge: Any = None, control: Any = None) 
     bearer = HTTPBearer(auto_error=False)
 
     app.add_middleware(_Relocated, relocation=services.relocation)
+    app.add_middleware(Guarded, authenticate=services.authenticator.authenticate, limits=limits)  # the outer one
 
     @app.exception_handler(_Unauthorized)
     async def unauthorized(_request: Request, _exc: _Unauthorized) -> JSONResponse:
@@ -278,9 +283,11 @@ def create_app(services: JobApiServices, edge: Any = None, control: Any = None) 
         """A dependency: the caller's node, which must hold `scope` (None: any live node)."""
 
         async def authenticated(
-            credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+            request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
         ) -> Node:
-            node = await services.authenticator.authenticate(credentials.credentials if credentials else None)
+            node = node_of(request.scope)  # the guard checked the token before the body was read
+            if node is None:
+                node = await services.authenticator.authenticate(credentials.credentials if credentials else None)
             if node is None:
                 raise _Unauthorized()
             if scope is not None and scope not in node.scopes:
