@@ -104,8 +104,10 @@ class CoreProcess:
         self.log += err
         return code
 
-    def restart(self) -> None:
+    def restart(self, **env: str) -> None:
+        """Stop and start again on the same port, with `env` changed (a new secret, say)."""
         self.stop()
+        self._env.update(env)
         self.start()
 
     def __enter__(self) -> CoreProcess:
