@@ -20,7 +20,7 @@ from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.system import SystemClock
 from videocopies.application import use_cases as uc
-from videocopies.application.nodes import IssueNodeToken, RevokeNode
+from videocopies.application.nodes import IssuedToken, IssueNodeToken, RevokeNode
 from videocopies.application.worker import copy_key
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId
@@ -268,4 +268,15 @@ async def test_metrics_tell_claims_copies_refusals_and_the_queue(api: Api) -> No
     assert _metric(after, 'videocopies_queue_jobs{state="leased"}') == 0
     assert _metric(after, "videocopies_outbox_pending") >= 1 and _metric(after, "videocopies_outbox_lag_seconds") >= 0
     assert _metric(after, "videocopies_figures_unavailable") == 0
-    assert _metric(after, "videocopies_payments_credited") == 0 and "videocopies_payment_coins" in after
+    assert "videocopies_payment" not in after  # money figures: only for a control node
+    control = (await issue_control_token(api)).token
+    async with api.client(token=control) as operator:
+        money = (await operator.get("/metrics")).text
+    assert _metric(money, "videocopies_payments_credited") == 0 and "videocopies_payment_coins" in money
+    assert _metric(money, "videocopies_jobs_claimed_total") == 1
+
+
+async def issue_control_token(api: Api) -> IssuedToken:
+    issued = await IssueNodeToken(api.core.registry, SystemClock(), secrets.token_hex)("control-1", "control")
+    await api.core.authenticator.reload()  # as its NOTIFY would
+    return issued

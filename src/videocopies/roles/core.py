@@ -6,7 +6,9 @@ VIDEOCOPIES_DATABASE_DIRECT=1 (no pooler in between), VIDEOCOPIES_CORE_HOST / _P
 the storage the Job API signs URLs for: VIDEOCOPIES_S3_* (or none, when workers reach a
 shared VIDEOCOPIES_STORE_DIR themselves). The media limits the bot refuses videos by follow
 the Bot API server in use (see `telegram_limits`); VIDEOCOPIES_OUTBOX_MAX_ATTEMPTS (8) bounds
-the claims of one outbox message before it is given up.
+the claims of one outbox message before it is given up. VIDEOCOPIES_TLS_CERT and
+VIDEOCOPIES_TLS_KEY: serve https with them; VIDEOCOPIES_RELOCATION_HOSTS: the https hosts
+`/v1/admin/moved` may send the nodes to (none: only loopback).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from fastapi.responses import JSONResponse
 
 from videocopies.adapters.http.api import JobApiServices, Relocation, create_app
 from videocopies.adapters.http.control_api import ControlApiServices
+from videocopies.adapters.http.core_urls import hosts_from
 from videocopies.adapters.http.edge_api import EdgeApiServices, OutboxNews
 from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.postgres import migrate
@@ -155,9 +158,11 @@ class Core:
         inbox_workers: int = 4,
         payment_bot: Any = None,
         outbox_max_attempts: int = 8,
+        relocation_hosts: frozenset[str] = frozenset(),
     ) -> None:
         """`payment_bot`: the aiogram Bot behind the payment provider, scheduled for
-        reconciliation and closed on stop (None: no provider, nothing scheduled)."""
+        reconciliation and closed on stop (None: no provider, nothing scheduled);
+        `relocation_hosts`: the https hosts an operator may send the nodes to (loopback always)."""
         self.container, self.schema, self._lease_sweep_s = container, schema, lease_sweep_s
         self._payment_bot = payment_bot
         gateways = container.gateways
@@ -206,7 +211,7 @@ class Core:
             complete_job=cases.complete_job(), fail_job=cases.fail_job(),
             acknowledge_cancel=cases.acknowledge_cancel(), inspect_held_job=cases.inspect_held_job(),
             store=store, info=self.info, queued=self.outbox_news.queued, metrics=self.metrics,
-            relocation=Relocation(moved=self._moved),
+            relocation=Relocation(moved=self._moved, allowed_hosts=relocation_hosts),
         )
         self._stop = asyncio.Event()
         self._sweeps: asyncio.Task[None] | None = None
@@ -326,12 +331,22 @@ class _Server(uvicorn.Server):
             self._captured_signals.remove(sig)
 
 
-def server(core: Core, host: str, port: int) -> uvicorn.Server:
+def server(core: Core, host: str, port: int, tls: tuple[str, str] | None = None) -> uvicorn.Server:
+    """`tls`: the certificate (chain) and key files core serves https with; None: plain http."""
+    certfile, keyfile = tls or (None, None)
     config = uvicorn.Config(
         core.app, host=host, port=port, lifespan="on", log_level="warning", access_log=False,
         timeout_graceful_shutdown=10, backlog=4096, timeout_keep_alive=75, loop="none",
+        ssl_certfile=certfile, ssl_keyfile=keyfile,
     )
     return _Server(config, core)
+
+
+def tls_from_env(env: dict[str, str]) -> tuple[str, str] | None:
+    cert, key = env.get("VIDEOCOPIES_TLS_CERT"), env.get("VIDEOCOPIES_TLS_KEY")
+    if bool(cert) != bool(key):
+        raise SystemExit("videocopies core: set both VIDEOCOPIES_TLS_CERT and VIDEOCOPIES_TLS_KEY, or neither")
+    return (cert, key) if cert and key else None
 
 
 def object_store_from_env(env: dict[str, str]) -> ObjectStore | None:
@@ -374,11 +389,13 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
     )))
     core = Core(container, object_store_from_env(env), schema, lease_sweep_s=sweep_s, payment_bot=bot,
                 tidy_s=float(env.get("VIDEOCOPIES_TIDY_S", "60")),
-                outbox_max_attempts=int(env.get("VIDEOCOPIES_OUTBOX_MAX_ATTEMPTS", "8")))
+                outbox_max_attempts=int(env.get("VIDEOCOPIES_OUTBOX_MAX_ATTEMPTS", "8")),
+                relocation_hosts=hosts_from(env.get("VIDEOCOPIES_RELOCATION_HOSTS", "")))
     host = host or env.get("VIDEOCOPIES_CORE_HOST", "127.0.0.1")
     port = port or int(env.get("VIDEOCOPIES_CORE_PORT", "8700"))
-    log.info("core serving on %s:%d", host, port)
+    tls = tls_from_env(env)
+    log.info("core serving on %s:%d%s", host, port, " (TLS)" if tls else "")
     heap.settle()
-    uvloop.run(server(core, host, port).serve())
+    uvloop.run(server(core, host, port, tls).serve())
     return 0
 

@@ -37,7 +37,7 @@ from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiohttp import web
 
-from videocopies.adapters.http.client import CoreClient, WrongNode, identify, node_token_from_env
+from videocopies.adapters.http.client import CoreClient, WrongNode, core_client_from_env, identify
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
 from videocopies.adapters.probe.source import inspect_source
 from videocopies.adapters.telegram.duty import PollingDuty
@@ -134,7 +134,7 @@ class EdgeParts:
 
 
 async def serve(env: dict[str, str]) -> int:
-    core = CoreClient(env.get("VIDEOCOPIES_CORE_URL") or "http://127.0.0.1:8700", node_token_from_env(env))
+    core = core_client_from_env(env)
     bot = bot_from_env(env)
     parts: EdgeParts | None = None
     try:

@@ -27,8 +27,8 @@ from videocopies.adapters.http.client import (
     HttpJobLeases,
     SignedUrlJobFiles,
     WrongNode,
+    core_client_from_env,
     identify,
-    node_token_from_env,
 )
 from videocopies.adapters.inprocess import LocalDisk, StoreJobFiles
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
@@ -50,7 +50,7 @@ def job_files(env: dict[str, str], core: CoreClient) -> JobFiles:
 
 async def serve(env: dict[str, str]) -> int:
     core_url = env.get("VIDEOCOPIES_CORE_URL") or "http://127.0.0.1:8700"
-    core = CoreClient(core_url, node_token_from_env(env), retry_for_s=float(env.get("VIDEOCOPIES_RETRY_FOR_S", "120")))
+    core = core_client_from_env(env, retry_for_s=float(env.get("VIDEOCOPIES_RETRY_FOR_S", "120")))
     try:
         try:
             me = await identify(core, "worker")

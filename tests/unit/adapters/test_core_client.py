@@ -74,14 +74,25 @@ async def test_a_core_that_moved_sends_the_node_to_the_new_one_for_good() -> Non
     def cores(request: httpx.Request) -> httpx.Response:
         hosts.append(request.url.host)
         if request.url.host == "blue":
-            return httpx.Response(308, headers={"X-Videocopies-Moved": "http://green:8701"})
+            return httpx.Response(308, headers={"X-Videocopies-Moved": "https://green:8701"})
         return httpx.Response(200, json={"lease_until": "2026-01-01T00:00:00Z", "cancel_requested": False})
 
     client = _client(cores)
-    client._http.base_url = httpx.URL("http://blue:8700")
+    client._http.base_url = httpx.URL("https://blue:8700")
     await client.call("POST", "/v1/jobs/j1/renew", {"token": "t"})
     await client.call("POST", "/v1/jobs/j1/renew", {"token": "t"})
-    assert hosts == ["blue", "green", "green"] and client.base_url == "http://green:8701"
+    assert hosts == ["blue", "green", "green"] and client.base_url == "https://green:8701"
+
+
+async def test_a_node_told_it_may_follows_a_move_to_plain_http() -> None:
+    def cores(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "blue":
+            return httpx.Response(308, headers={"X-Videocopies-Moved": "http://green:8701"})
+        return httpx.Response(200, json={"lease_until": "2026-01-01T00:00:00Z", "cancel_requested": False})
+
+    client = CoreClient("http://blue:8700", "node.secret", transport=httpx.MockTransport(cores), allow_plain_http=True)
+    await client.call("POST", "/v1/jobs/j1/renew", {"token": "t"})
+    assert client.base_url == "http://green:8701" and client.moves_refused == 0
 
 
 async def test_a_redirect_without_the_core_header_is_not_followed() -> None:

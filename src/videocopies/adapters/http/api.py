@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import videocopies
+from videocopies.adapters.http.core_urls import relocation_refusal
 from videocopies.adapters.http.guard import BodyLimits, Guarded, node_of
 from videocopies.adapters.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from videocopies.adapters.http.metrics import CoreMetrics
@@ -50,6 +51,7 @@ class Relocation:
 
     url: str | None = None
     moved: Callable[[], None] = lambda: None  # wake what waits here, so it asks again and moves
+    allowed_hosts: frozenset[str] = frozenset()  # https hosts nodes may be sent to; loopback always
 
 
 MOVED_HEADER = "X-Videocopies-Moved"
@@ -305,20 +307,38 @@ def create_app(
 
     @app.post("/v1/admin/moved", tags=["admin"], responses=_REFUSALS)
     async def moved(body: MovedRequest, _node: Annotated[Node, Depends(node_with("admin"))]) -> dict[str, str]:
-        """From now on, send every node to the core at `url` (a deploy switching to it)."""
+        """From now on, send every node to the core at `url` (a deploy switching to it): an
+        https host among the allowed ones, or this machine (loopback)."""
+        if refusal := relocation_refusal(body.url, services.relocation.allowed_hosts):
+            status, reason = refusal
+            return _problem(status, "relocation_refused", reason)  # type: ignore[return-value]
         services.relocation.url = body.url.rstrip("/")
         services.relocation.moved()
         return {"moved_to": services.relocation.url}
 
+    async def reads_money(credentials: HTTPAuthorizationCredentials | None) -> bool:
+        """Money figures are for a control node (the "read" scope); anyone else gets health."""
+        if credentials is None:
+            return False
+        node = await services.authenticator.authenticate(credentials.credentials)
+        return node is not None and "read" in node.scopes
+
+    Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+
     @app.get("/metrics", tags=["health"], response_class=Response)
-    async def metrics() -> Response:
-        """This core's figures in Prometheus' text format; no token needed."""
-        return Response(await services.metrics.render(), media_type=METRICS_CONTENT_TYPE)
+    async def metrics(credentials: Credentials) -> Response:
+        """This core's figures in Prometheus' text format; no token needed, but the money
+        figures (payments, coins bought) only with a control node's token."""
+        text = await services.metrics.render(money=await reads_money(credentials))
+        return Response(text, media_type=METRICS_CONTENT_TYPE)
 
     @app.get("/_info", tags=["health"])
-    async def info() -> dict[str, Any]:
-        """Version, schema level, uptime and active leases; no token needed."""
+    async def info(credentials: Credentials) -> dict[str, Any]:
+        """Version, schema level, uptime and active leases; no token needed. With a control
+        node's token, the money figures too."""
         details = await services.info()
+        if await reads_money(credentials):
+            details["money"] = await services.metrics.money_figures()
         return {
             "version": videocopies.__version__,
             "api": API_VERSION,

@@ -9,6 +9,10 @@ A request that fails on the network (core restarting, a dropped connection) or w
 503 or 504 is sent again, the same request with the same receipt id, until `retry_for_s`
 has passed: a completion that reached core before the connection broke is answered from
 its receipt, never run twice.
+
+A node talks plain HTTP only to a core on its own machine unless told otherwise
+(VIDEOCOPIES_ALLOW_PLAIN_HTTP=1), and follows a relocation only where it would have agreed
+to start: its token and users' updates never go out in clear because a 308 said so.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import asyncio
 import json
 import logging
 import random
+import ssl
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +30,7 @@ from typing import Any
 import attrs
 import httpx
 
+from videocopies.adapters.http.core_urls import PlainHttpRefused, check_core_url, plain_http_elsewhere
 from videocopies.adapters.http.wire import Answer, JsonWire
 from videocopies.adapters.objectstore.files import hash_file, open_temp_beside
 from videocopies.application import use_cases as uc
@@ -62,16 +68,28 @@ class CoreClient:
         retry_for_s: float = 120.0,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Any = asyncio.sleep,
+        allow_plain_http: bool = False,
+        ca_file: str | None = None,
     ) -> None:
+        """Raises PlainHttpRefused for plain HTTP to another machine unless `allow_plain_http`
+        (a given `transport` reaches no network: tests). `ca_file`: core's certificate
+        chains to this CA (a private one) instead of the system's."""
+        if transport is None:
+            check_core_url(base_url, allow_plain_http)
+        self._allow_plain_http, self._ca_file = allow_plain_http, ca_file
         self._headers = {"Authorization": f"Bearer {token}", "User-Agent": "videocopies-node"}
         self._http = httpx.AsyncClient(
             base_url=base_url.rstrip("/"), headers=self._headers, timeout=httpx.Timeout(30.0, connect=5.0),
-            transport=transport,
+            transport=transport, verify=ssl.create_default_context(cafile=ca_file) if ca_file else True,
         )
-        self._wire = None if transport is not None else JsonWire(base_url.rstrip("/"), headers=self._headers)
+        self._wire = None if transport is not None else self._wire_to(base_url)
         self._retry_for_s, self._sleep = retry_for_s, sleep
         self._transport = transport  # tests: storage is reached through it too
         self.retries = 0
+        self.moves_refused = 0  # 308s pointing at plain HTTP elsewhere, not followed
+
+    def _wire_to(self, base_url: str) -> JsonWire:
+        return JsonWire(base_url.rstrip("/"), headers=self._headers, ca_file=self._ca_file)
 
     @property
     def base_url(self) -> str:
@@ -99,14 +117,20 @@ class CoreClient:
             except (httpx.TransportError, OSError, TimeoutError) as error:
                 problem: str = f"{type(error).__name__}: {error}"
             else:
-                if answer.status == 308 and (moved_to := _moved_to(answer)) and moves < 3:
+                moved_to = _moved_to(answer) if answer.status == 308 else None
+                if moved_to and plain_http_elsewhere(moved_to) and not self._allow_plain_http:
+                    self.moves_refused += 1
+                    log.warning("core %s sent this node to %s over plain HTTP: not followed", self.base_url, moved_to)
+                    problem = f"moved to plain HTTP at {moved_to}, not followed"
+                elif moved_to and moves < 3:
                     moves += 1
                     log.warning("core moved: %s -> %s", self._http.base_url, moved_to)
                     await self._move(moved_to)  # the old core did nothing with this call
                     continue
-                if answer.status not in _RETRY_STATUS:
+                elif answer.status not in _RETRY_STATUS:
                     return _answer(answer, path)
-                problem = f"HTTP {answer.status}"
+                else:
+                    problem = f"HTTP {answer.status}"
             if loop.time() + delay > give_up:
                 raise CoreUnreachable(f"{method} {path}: {problem}, retried for {self._retry_for_s:.0f}s")
             self.retries += 1
@@ -117,7 +141,7 @@ class CoreClient:
     async def _move(self, base_url: str) -> None:
         self._http.base_url = httpx.URL(base_url)
         if self._wire is not None:
-            old, self._wire = self._wire, JsonWire(base_url.rstrip("/"), headers=self._headers)
+            old, self._wire = self._wire, self._wire_to(base_url)
             await old.close()
 
     async def download(self, url: str, headers: dict[str, str], path: Path) -> None:
@@ -288,6 +312,19 @@ async def identify(core: CoreClient, role: str) -> dict[str, Any]:
     if me["role"] != role:
         raise WrongNode(f"this token belongs to a {me['role']} node")
     return me
+
+
+def core_client_from_env(env: dict[str, str], **options: Any) -> CoreClient:
+    """The node's client of core from VIDEOCOPIES_CORE_URL, its token, VIDEOCOPIES_CORE_CA and
+    VIDEOCOPIES_ALLOW_PLAIN_HTTP; exits with the reason when core is refused."""
+    url = env.get("VIDEOCOPIES_CORE_URL") or "http://127.0.0.1:8700"
+    try:
+        return CoreClient(
+            url, node_token_from_env(env), allow_plain_http=env.get("VIDEOCOPIES_ALLOW_PLAIN_HTTP") == "1",
+            ca_file=env.get("VIDEOCOPIES_CORE_CA") or None, **options,
+        )
+    except PlainHttpRefused as refused:
+        raise SystemExit(f"videocopies: {refused}") from refused
 
 
 def node_token_from_env(env: dict[str, str]) -> str:

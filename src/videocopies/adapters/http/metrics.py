@@ -2,7 +2,9 @@
 
 Counters are this process's own (Prometheus adds up the cores); the queue's depth and the
 inbox and outbox lag are read from the database at scrape time, so every core reports the
-same truth about them.
+same truth about them. Money figures (payments, coins bought) live in a registry of their
+own, `money`, shown only to a caller with a control node's "read" scope: a figure about
+money belongs there, whoever adds it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class CoreMetrics:
         self._figures = figures
         self._last_copy: dict[str, float] = {}  # job id -> when its claim or last copy was seen
         self.registry = CollectorRegistry()
+        self.money = CollectorRegistry()
         on = {"registry": self.registry}
         self.claimed = Counter("videocopies_jobs_claimed", "Jobs handed to workers", **on)
         self.finished = Counter("videocopies_jobs_finished", "Jobs closed by a worker, by outcome", ["outcome"], **on)
@@ -63,8 +66,10 @@ class CoreMetrics:
         self._refused_total = Gauge(
             "videocopies_refused_writes_recorded", "Refused writes recorded in the database, all cores", **on
         )
-        self._payments = Gauge("videocopies_payments_credited", "Payments credited with coins, all time", **on)
-        self._payment_coins = Gauge("videocopies_payment_coins", "Coins bought, all time", **on)
+        self._payments = Gauge(
+            "videocopies_payments_credited", "Payments credited with coins, all time", registry=self.money
+        )
+        self._payment_coins = Gauge("videocopies_payment_coins", "Coins bought, all time", registry=self.money)
         self._scrape_failed = Gauge(
             "videocopies_figures_unavailable", "1 when the database could not be read for this scrape", **on
         )
@@ -101,9 +106,10 @@ class CoreMetrics:
         if node in self.edges or len(self.edges) < _EDGE_NODES:
             self.edges[node] = {"at": at.isoformat(), **stats}
 
-    async def render(self) -> bytes:
+    async def render(self, money: bool = False) -> bytes:
+        """The figures; with `money`, the money figures too."""
         if self._figures is None:
-            return generate_latest(self.registry)
+            return self._exposed(money)
         try:
             figures = await self._figures()
         except Exception:  # noqa: BLE001 - counters still tell something while the database is away
@@ -119,4 +125,15 @@ class CoreMetrics:
             self._refused_total.set(figures.refused_writes)
             self._payments.set(figures.payments)
             self._payment_coins.set(figures.payment_coins)
-        return generate_latest(self.registry)
+        return self._exposed(money)
+
+    async def money_figures(self) -> dict[str, int]:
+        """Payments credited and coins bought, all time (for an operator's /_info)."""
+        if self._figures is None:
+            return {}
+        figures = await self._figures()
+        return {"payments_credited": figures.payments, "payment_coins": figures.payment_coins}
+
+    def _exposed(self, money: bool) -> bytes:
+        text = generate_latest(self.registry)
+        return text + generate_latest(self.money) if money else text

@@ -113,7 +113,12 @@ class JsonWire:
     """Up to `connections` kept-alive connections to one server; a request waits for a free one.
     `headers` go with every request; paths are taken below the base URL's own path."""
 
-    def __init__(self, base_url: str, connections: int = 100, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, base_url: str, connections: int = 100, headers: Mapping[str, str] | None = None,
+        ca_file: str | None = None,
+    ) -> None:
+        """`ca_file`: the certificates an https server's must chain to (a private CA) instead
+        of the system's."""
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {base_url!r}")
@@ -122,7 +127,7 @@ class JsonWire:
         self._extra = b"".join(f"\r\n{k}: {v}".encode("latin-1") for k, v in (headers or {}).items())
         self._host = parts.hostname
         self._port = parts.port or (443 if parts.scheme == "https" else 80)
-        self._ssl = ssl.create_default_context() if parts.scheme == "https" else None
+        self._ssl = ssl.create_default_context(cafile=ca_file) if parts.scheme == "https" else None
         default_port = parts.port is None or parts.port == (443 if parts.scheme == "https" else 80)
         self._host_header = (self._host if default_port else f"{self._host}:{self._port}").encode("idna")
         self._idle: collections.deque[_Connection] = collections.deque()
