@@ -12,12 +12,14 @@ import hashlib
 import os
 import secrets
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import attrs
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.cluster import LocalPostgres, pg_bindir
@@ -69,10 +71,10 @@ def create_backup(url: str, out: Path | None = None) -> Backup:
     began = time.monotonic()
     schema = migrate.status(url)  # a missing, unreachable or empty database is refused here
     out = out or default_name(schema.database)
-    with _partial_beside(out) as partial:
+    with _partial_beside(out) as partial, _password_apart(url) as (conninfo, env):
         _run(
-            [pg_bindir() / "pg_dump", "--format=custom", "--no-password", "--file", partial, "--dbname", url],
-            "pg_dump",
+            [pg_bindir() / "pg_dump", "--format=custom", "--no-password", "--file", partial, "--dbname", conninfo],
+            "pg_dump", env,
         )
         _sync(partial)
         os.replace(partial, out)
@@ -96,8 +98,10 @@ def verify_backup(path: Path) -> Verification:
         started = time.monotonic()
         scratch.create_database(RESTORED)
         url = scratch.url(RESTORED)
-        argv = [pg_bindir() / "pg_restore", "--exit-on-error", "--no-owner", "--no-privileges", "--dbname", url, path]
-        _run(argv, "pg_restore into the scratch cluster")
+        with _password_apart(url) as (conninfo, env):
+            argv = [pg_bindir() / "pg_restore", "--exit-on-error", "--no-owner", "--no-privileges", "--dbname",
+                    conninfo, path]
+            _run(argv, "pg_restore into the scratch cluster", env)
         restored = time.monotonic()
         schema, refusal = None, None
         try:
@@ -114,13 +118,32 @@ def verify_backup(path: Path) -> Verification:
     )
 
 
-def _run(argv: list[str | Path], what: str) -> None:
+def _run(argv: list[str | Path], what: str, env: dict[str, str] | None = None) -> None:
     try:
-        result = subprocess.run([str(arg) for arg in argv], capture_output=True, text=True)
+        result = subprocess.run([str(arg) for arg in argv], capture_output=True, text=True, env=env)
     except OSError as error:
         raise BackupError(f"{what} could not start: {error}") from error
     if result.returncode != 0:
         raise BackupError(f"{what} failed (exit {result.returncode}): {result.stderr.strip() or '(no output)'}")
+
+
+@contextlib.contextmanager
+def _password_apart(url: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """The connection without its password, for a child's argv (which any local user reads in
+    `ps`), and the child's environment naming a passfile that holds it: mode 0600, in a private
+    directory, removed when the child is done."""
+    params = conninfo_to_dict(url)
+    password = params.pop("password", None)
+    if password is None:
+        yield make_conninfo(**params), dict(os.environ)
+        return
+    env = {k: v for k, v in os.environ.items() if k != "PGPASSWORD"}  # the URL's password wins, as it did
+    escaped = password.replace("\\", "\\\\").replace(":", "\\:")
+    with tempfile.TemporaryDirectory(prefix="videocopies-pgpass-") as private:
+        passfile = Path(private) / "pgpass"
+        with os.fdopen(os.open(passfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+            file.write(f"*:*:*:*:{escaped}\n")
+        yield make_conninfo(**params), env | {"PGPASSFILE": str(passfile)}
 
 
 @contextlib.contextmanager
