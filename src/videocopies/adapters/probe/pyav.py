@@ -25,13 +25,16 @@ from videocopies.adapters.probe.errors import (
     SourceTooBig,
     SourceTooLong,
 )
+from videocopies.adapters.probe.inputs import MOV_NO_REFERENCES, PROTOCOLS, VIDEO_DEMUXERS
 from videocopies.adapters.probe.media import MediaInfo
 from videocopies.adapters.probe.rules import (
     CopyTolerance,
     Limits,
     check_copy,
     check_dimensions,
+    check_header_tells_the_length,
     check_length,
+    check_picture,
     check_pixel_rate,
     check_timing,
 )
@@ -40,16 +43,14 @@ from videocopies.telegram_limits import MediaLimits
 
 # Demuxers that read one picture; everything else must prove it has two frames or more.
 _IMAGE_DEMUXERS = ("image2", "image2pipe")
-# The only demuxers FFmpeg may pick, and the only protocol it may read through: playlists
-# (hls, dash, concat, sdp, ...) would make it open other files or the network on our behalf.
-# Still images and plain audio are let in only to be refused by name.
-_VIDEO_DEMUXERS = (
-    "mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "avi", "flv", "mpegts", "mpeg", "asf", "ogg", "nut", "mxf", "dv",
-    "ivf", "obu", "h264", "hevc", "m4v", "mpegvideo", "gif", "yuv4mpegpipe",
-)
+# Still images and plain audio are let in only to be refused by name. image2 reads the one
+# file it is given: never a sequence of others, as a name like `frame%03d.jpg` would ask.
 _STILLS = sorted(f for f in av.formats_available if f.endswith("_pipe"))
 _NAMED_REFUSALS = ("mp3", "aac", "wav", "flac", *_IMAGE_DEMUXERS, *_STILLS)
-SAFE_OPEN = {"format_whitelist": ",".join((*_VIDEO_DEMUXERS, *_NAMED_REFUSALS)), "protocol_whitelist": "file"}
+SAFE_OPEN = {
+    "format_whitelist": ",".join((*VIDEO_DEMUXERS, *_NAMED_REFUSALS)), "protocol_whitelist": PROTOCOLS,
+    "pattern_type": "none", **MOV_NO_REFERENCES,
+}
 S = TypeVar("S", bound=av.stream.Stream)
 
 
@@ -134,9 +135,13 @@ class PyAvProber:
         header_frames = video.frames
         fps = frame_rate(video)
         check_pixel_rate(codec.width, codec.height, fps, self._limits)
+        check_header_tells_the_length(header_s, header_frames, fps, index_span(video), self._limits)
         decode_all = full_decode or header_s is None  # no duration in the header: count it
         video.thread_type = self._thread_type
-        scan = _scan(container, video, audio if decode_all else None, decode_all, expired, self._limits.max_seconds)
+        scan = _scan(
+            container, video, audio if decode_all else None, decode_all, expired, self._limits.max_seconds,
+            (codec.width, codec.height),
+        )
         if decode_all:
             _check_complete(scan, header_frames, header_s)
             frames = scan.frames
@@ -179,10 +184,19 @@ def open_media(path: Path, budget_s: float) -> InputContainer:
         raise ProbeTimedOut("opening ran past its time budget") from e
     except av.FFmpegError as e:
         with path.open("rb") as f:
-            head = f.read(12)
+            head = f.read(512)
         if head[4:8] == b"ftyp":
             raise InvalidMedia("an MP4/MOV whose index (moov) cannot be read: truncated or damaged") from e
+        for marker, what in _PLAYLISTS:
+            if marker in head:
+                raise NotAVideo(f"{what}, which would make FFmpeg read other files: not a video") from e
         raise NotAVideo("not a media file FFmpeg recognises") from e
+
+
+# Text files FFmpeg would follow to other files or addresses (never opened: see SAFE_OPEN).
+_PLAYLISTS = (
+    (b"#EXTM3U", "an HLS playlist"), (b"ffconcat version", "a concat script"), (b"<MPD", "a DASH manifest"),
+)
 
 
 def first(streams: tuple[S, ...]) -> S | None:
@@ -207,16 +221,26 @@ def check_not_cut(container: InputContainer, size: int) -> None:
             raise CorruptMedia(f"cut short: the data should run to byte {end}, the file ends at {size}")
 
 
+def index_span(video: av.VideoStream) -> float | None:
+    """Seconds from the first to the last frame the demuxer's index lists (an MP4 lists every
+    frame, without decoding any); None without an index."""
+    entries = video.index_entries
+    if len(entries) < 2 or not video.time_base:
+        return None
+    return float((entries[len(entries) - 1].timestamp - entries[0].timestamp) * video.time_base)
+
+
 def _scan(
     container: InputContainer,
     video: av.VideoStream,
     audio: av.AudioStream | None,
     decode_all: bool,
     expired: Callable[[], bool],
-    max_s: float | None = None,
+    max_s: float | None,
+    header_size: tuple[int, int],
 ) -> _Scan:
     """Decode until the first picture (for its rotation), or every packet when `decode_all`;
-    stop as soon as the decoded span runs past `max_s`."""
+    stop as soon as the decoded span runs past `max_s`, or a picture is larger than `header_size`."""
     frames, rotation = 0, None
     start: Fraction | None = None
     end: Fraction | None = None
@@ -231,6 +255,7 @@ def _scan(
                 if frame.is_corrupt:
                     raise CorruptMedia(f"picture {frames + 1} decodes damaged")
                 frames += 1
+                check_picture(frame.width, frame.height, *header_size, frames)
                 if rotation is None:
                     rotation = round(frame.rotation) % 360
                 if frame.pts is not None and frame.time_base:

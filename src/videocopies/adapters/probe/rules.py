@@ -47,6 +47,28 @@ def check_pixel_rate(width: int, height: int, fps: float, limits: Limits) -> Non
         )
 
 
+def check_header_tells_the_length(
+    header_s: float | None, header_frames: int, fps: float, index_span_s: float | None, limits: Limits
+) -> None:
+    """The limits are judged on the header's duration: a header that claims far less than the
+    frames its index lists, or than its own frame count takes at its own rate, hides the work."""
+    if header_s is not None and index_span_s is not None and index_span_s > header_s * 1.5 + 5:
+        raise InvalidMedia(f"the header says {header_s:.0f} s, but its frames run {index_span_s:.0f} s")
+    if header_s is not None and header_frames and fps > 0 and header_frames > header_s * fps * 1.5 + 10:
+        raise InvalidMedia(
+            f"the header says {header_s:.0f} s at {fps:g} frames a second, but counts {header_frames} frames"
+        )
+    check_length(index_span_s, limits)
+
+
+def check_picture(width: int, height: int, header_width: int, header_height: int, number: int) -> None:
+    """A picture larger than the header said: the limits were judged on a size the file lied about."""
+    if width > header_width or height > header_height:
+        raise InvalidMedia(
+            f"the header says {header_width}×{header_height}, but picture {number} is {width}×{height}"
+        )
+
+
 @attrs.frozen
 class CopyTolerance:
     """How far a copy may drift from its source. A 4:2:0 encode rounds odd sides to even,

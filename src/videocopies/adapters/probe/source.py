@@ -31,9 +31,17 @@ from videocopies.adapters.probe.pyav import (
     first,
     frame_rate,
     header_duration,
+    index_span,
     open_media,
 )
-from videocopies.adapters.probe.rules import Limits, check_dimensions, check_length, check_pixel_rate
+from videocopies.adapters.probe.rules import (
+    Limits,
+    check_dimensions,
+    check_header_tells_the_length,
+    check_length,
+    check_picture,
+    check_pixel_rate,
+)
 from videocopies.telegram_limits import MediaLimits
 
 Refusal = Literal["too_big", "not_a_video", "too_long", "too_large_frame", "unreadable"]
@@ -121,7 +129,10 @@ def _facts(
     duration_s = header_duration(container, video)
     known.update(duration_s=duration_s or 0.0)
     check_length(duration_s, limits)
-    rotation, span_s = _read_packets(container, video, duration_s is None, limits.max_seconds, expired, known)
+    check_header_tells_the_length(duration_s, video.frames, fps, index_span(video), limits)
+    rotation, span_s = _read_packets(
+        container, video, (width, height), duration_s is None, limits.max_seconds, expired, known
+    )
     if duration_s is None:
         duration_s = span_s
     if duration_s is None or not duration_s > 0:
@@ -135,14 +146,15 @@ def _facts(
 def _read_packets(
     container: InputContainer,
     video: av.VideoStream,
+    header_size: tuple[int, int],
     measure: bool,
     max_s: float | None,
     expired: Callable[[], bool],
     known: dict[str, float],
 ) -> tuple[int, float | None]:
-    """Decode the first picture (it must decode; its rotation is the display's). When `measure`,
-    go on reading packets without decoding them, to span the video by its timestamps; a span
-    past `max_s` is refused as soon as it is seen."""
+    """Decode the first picture (it must decode, no larger than `header_size`; its rotation is
+    the display's). When `measure`, go on reading packets without decoding them, to span the
+    video by its timestamps; a span past `max_s` is refused as soon as it is seen."""
     rotation: int | None = None
     start: Fraction | None = None
     end: Fraction | None = None
@@ -152,6 +164,7 @@ def _read_packets(
                 raise ProbeTimedOut("inspection ran past its time budget")
             if rotation is None:
                 for frame in packet.decode():
+                    check_picture(frame.width, frame.height, *header_size, 1)
                     rotation = round(frame.rotation) % 360
                     break
             if not measure and rotation is not None:
