@@ -3,8 +3,11 @@
 
 Configuration: VIDEOCOPIES_DATABASE_URL, VIDEOCOPIES_CONTROL_PASSWORD (required: the panel
 shows users' ledgers), VIDEOCOPIES_CONTROL_HOST / _PORT (127.0.0.1:8800),
-VIDEOCOPIES_CONTROL_INVENTORY (var/control/inventory.sqlite3), and VIDEOCOPIES_CORE_URL
-(optional, only linked for core's /metrics).
+VIDEOCOPIES_CONTROL_INVENTORY (var/control/inventory.sqlite3), VIDEOCOPIES_CORE_URL
+(optional, only linked for core's /metrics), and the sign-in limits: at most
+VIDEOCOPIES_CONTROL_LOGIN_FAILURES wrong passwords (5) from one address and
+VIDEOCOPIES_CONTROL_LOGIN_ACCOUNT_FAILURES (20) from all together in
+VIDEOCOPIES_CONTROL_LOGIN_WINDOW_S (900) seconds.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import uvloop
 from fastapi import FastAPI
 
 from videocopies.adapters.http.control.app import ControlServices, create_app
+from videocopies.adapters.http.control.login_limits import LoginLimits
 from videocopies.adapters.http.control.sessions import PanelSessions
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.control_views import PostgresControlReadModel, control_pool
@@ -33,12 +37,29 @@ log = logging.getLogger("videocopies.control")
 DEFAULT_INVENTORY = Path("var/control/inventory.sqlite3")
 
 
-def build(database_url: str, password: str, inventory: Path, core_url: str | None = None) -> FastAPI:
+def login_limits_from_env(env: dict[str, str]) -> LoginLimits:
+    try:
+        return LoginLimits(
+            per_address=int(env.get("VIDEOCOPIES_CONTROL_LOGIN_FAILURES", "5")),
+            per_account=int(env.get("VIDEOCOPIES_CONTROL_LOGIN_ACCOUNT_FAILURES", "20")),
+            window_s=float(env.get("VIDEOCOPIES_CONTROL_LOGIN_WINDOW_S", "900")),
+        )
+    except ValueError as bad:
+        raise SystemExit(
+            f"videocopies control: sign-in limits are counts of 1 or more and a window in seconds: {bad}"
+        ) from None
+
+
+def build(
+    database_url: str, password: str, inventory: Path, core_url: str | None = None,
+    login_limits: LoginLimits | None = None,
+) -> FastAPI:
     pool = control_pool(database_url)
     clock = SystemClock()
     services = ControlServices(
         read_model=PostgresControlReadModel(pool), inventory=SqliteServerInventory(inventory),
         sessions=PanelSessions(password, clock), clock=clock, core_url=core_url,
+        login_limits=login_limits or LoginLimits(),
     )
     app = create_app(services)
 
@@ -76,7 +97,7 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
         print(f"videocopies control: {refused}", file=sys.stderr)
         return 2
     inventory = Path(env.get("VIDEOCOPIES_CONTROL_INVENTORY", str(DEFAULT_INVENTORY)))
-    app = build(database_url, password, inventory, env.get("VIDEOCOPIES_CORE_URL"))
+    app = build(database_url, password, inventory, env.get("VIDEOCOPIES_CORE_URL"), login_limits_from_env(env))
     host = host or env.get("VIDEOCOPIES_CONTROL_HOST", "127.0.0.1")
     port = port or int(env.get("VIDEOCOPIES_CONTROL_PORT", "8800"))
     log.info("control panel on http://%s:%d/ (inventory %s)", host, port, inventory)

@@ -4,6 +4,7 @@ redirect. Every page needs a session; the inventory's forms need the session's C
 # No `from __future__ import annotations`: FastAPI reads the route annotations at runtime.
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
@@ -14,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from videocopies.adapters.http.control.login_limits import LoginLimits, Refused
 from videocopies.adapters.http.control.plots import bar_plot, line_plot
 from videocopies.adapters.http.control.sessions import COOKIE, PanelSessions, Session
 from videocopies.application.control import ControlReadModel, latency_series, minutes, throughput_series
@@ -43,6 +45,7 @@ class ControlServices:
     clock: Clock
     core_url: str | None = None  # linked for its /metrics; the panel never depends on it
     login_delay_s: float = 1.0  # a wrong password waits: guessing costs time
+    login_limits: LoginLimits = attrs.field(factory=LoginLimits)
 
 
 def _environment() -> Environment:
@@ -198,11 +201,19 @@ def create_app(services: ControlServices) -> FastAPI:
     async def login(request: Request) -> Response:
         if not _same_origin(request):
             return Response("forbidden: another origin", status_code=403)
+        attempt = services.login_limits.begin(request.client.host if request.client else "")
+        if isinstance(attempt, Refused):
+            minutes = math.ceil(attempt.retry_after_s / 60)
+            refused = render("login.html", None, status=429,
+                             error=f"too many wrong passwords: try again in {minutes} min")
+            refused.headers["Retry-After"] = str(attempt.retry_after_s)
+            return refused
         password = (await _form(request)).get("password", [""])[0]
         session = sessions.open(password)
         if session is None:
             await asyncio.sleep(services.login_delay_s)
             return render("login.html", None, status=401, error="wrong password")
+        services.login_limits.succeeded(attempt)
         response = RedirectResponse("/", status_code=303, headers=SECURITY_HEADERS)
         response.set_cookie(
             COOKIE, session.session_id, max_age=int((session.expires_at - services.clock.now()).total_seconds()),
