@@ -67,7 +67,7 @@ class Guarded:
                 chunked = True
         path: str = scope["path"]
         limit = self._limits.of(path)
-        unread = chunked or (length is not None and length != b"0")  # a refusal must not wait for it
+        declared = 0
         if length is not None:
             declared = int(length) if length.isdigit() else -1
             if declared < 0:
@@ -76,6 +76,9 @@ class Guarded:
             if declared > limit:
                 await _refuse(send, 413, "too_large", f"a body here may hold {limit} bytes")
                 return
+        # A refused request's body, when small and declared, is read and dropped by the server to
+        # keep the connection; any other ends the connection with the answer.
+        unread = chunked or declared > DEFAULT_BODY_LIMIT
         if path.startswith("/v1/"):
             try:
                 node = await self._authenticate(_bearer(authorization))
