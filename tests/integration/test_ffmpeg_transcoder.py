@@ -158,7 +158,7 @@ async def test_a_render_past_its_time_limit_is_killed(never_ready, tmp_path):
     source, info = never_ready
     target = tmp_path / "copy.mp4"
     before = children()
-    transcoder = FfmpegTranscoder(stall_s=30, grace_s=0.3, timeout=lambda _duration, _speed: 0.5)
+    transcoder = FfmpegTranscoder(stall_s=30, grace_s=0.3, timeout=lambda _source, _speed: 0.5)
     with pytest.raises(TranscodeTimeout):
         await transcoder.render(EffectsPlan.derive(seed=1, copy_index=0), source, target, info=info)
     assert children() == before

@@ -8,6 +8,7 @@ with one line before anything is started, and nothing is left behind either way.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 import sys
@@ -21,6 +22,7 @@ import attrs
 import uvloop
 
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
+from videocopies.adapters.ffmpeg.limits import memory_bytes_from_env
 from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk, StoreJobFiles
 from videocopies.adapters.objectstore import FilesystemObjectStore
 from videocopies.adapters.postgres import migrate
@@ -36,6 +38,7 @@ from videocopies.domain.quality import variant
 from videocopies.domain.shared import UserId, WorkerId
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import DEFAULT_TARIFF, Settings, quality_thresholds
+from videocopies.telegram_limits import DEFAULT_MAX_PIXEL_RATE
 
 LOCAL_USER = UserId(1)
 MAX_INPUT_BYTES = 2 * 1024**3
@@ -55,7 +58,7 @@ class TimedTranscoder:
         self.seconds[plan.copy_index] = round(time.perf_counter() - began, 3)
 
 
-async def _make(source: Path, copies: int, out: Path, scratch: Path) -> dict[str, Any]:
+async def _make(source: Path, copies: int, out: Path, scratch: Path, memory_bytes: int) -> dict[str, Any]:
     with LocalPostgres() as pg:  # its own directory, reachable by the server's user, removed on stop
         url = pg.url("videocopies")
         migrate.init(url, capacity=10)
@@ -72,7 +75,9 @@ async def _make(source: Path, copies: int, out: Path, scratch: Path) -> dict[str
             await cases.grant_coins()(uc.GrantCoinsCommand(LOCAL_USER, LotKind.MANUAL, price, timedelta(hours=1)))
             quote = await cases.quote_order()(uc.QuoteOrderCommand(LOCAL_USER, key, copies, source.stat().st_size))
             order_id = await cases.confirm_order()(uc.ConfirmOrderCommand(LOCAL_USER, quote.quote_id, quote.token))
-            transcoder = TimedTranscoder(FfmpegTranscoder())
+            transcoder = TimedTranscoder(FfmpegTranscoder(
+                memory_bytes=memory_bytes, max_pixel_work=DEFAULT_MAX_PIXEL_RATE * MAX_INPUT_SECONDS,
+            ))
             worker = Worker(
                 InProcessJobLeases(cases, WorkerId("local")), StoreJobFiles(store), transcoder, PyAvProber(),
                 LocalDisk(),
@@ -121,6 +126,7 @@ def make_copies(source: Path, copies: int, out: Path) -> int:
     if not source.is_file():
         print(f"videocopies copies make: {source}: no such file", file=sys.stderr)
         return 2
+    memory_bytes = memory_bytes_from_env(os.environ)  # VIDEOCOPIES_FFMPEG_MEMORY_MB, as the worker's
     try:
         limits = Limits(max_bytes=MAX_INPUT_BYTES, max_seconds=MAX_INPUT_SECONDS)
         uvloop.run(PyAvProber(budget_s=120, limits=limits).probe(source, full_decode=True))
@@ -132,7 +138,7 @@ def make_copies(source: Path, copies: int, out: Path) -> int:
     before = set(out.iterdir())
     scratch = Path(tempfile.mkdtemp(prefix="videocopies-make-"))
     try:
-        report = uvloop.run(_make(source, copies, out, scratch))
+        report = uvloop.run(_make(source, copies, out, scratch, memory_bytes))
         (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     except Exception as failure:  # noqa: BLE001 - one line for the user, nothing left behind
         for path in set(out.iterdir()) - before:

@@ -6,7 +6,8 @@ VIDEOCOPIES_CORE_URL, VIDEOCOPIES_NODE_TOKEN (or VIDEOCOPIES_NODE_TOKEN_FILE),
 VIDEOCOPIES_WORK_DIR, and VIDEOCOPIES_STORE_DIR when it shares core's local storage (else
 every object goes through URLs core signs for that job). Sources are held to the media
 limits edge applies (MediaLimits.from_env) and copies made to fit the Bot API server's
-upload limit. SIGTERM gives the job in hand back and exits.
+upload limit. Each FFmpeg child gets VIDEOCOPIES_FFMPEG_MEMORY_MB of address space (4096).
+SIGTERM gives the job in hand back and exits.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import uvloop
 
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
 from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
+from videocopies.adapters.ffmpeg.limits import memory_bytes_from_env
 from videocopies.adapters.http.client import (
     CoreClient,
     HttpJobLeases,
@@ -64,8 +66,13 @@ async def serve(env: dict[str, str]) -> int:
             max_copy_bytes=limits.upload_bytes,
         )
         leases = HttpJobLeases(core, wait_s=float(env.get("VIDEOCOPIES_CLAIM_WAIT_S", "20")))
+        memory = memory_bytes_from_env(env)
+        transcoder = FfmpegTranscoder(
+            max_copy_bytes=limits.upload_bytes, memory_bytes=memory,
+            max_pixel_work=limits.max_pixel_rate * limits.max_seconds,
+        )
         worker = Worker(
-            leases, job_files(env, core), FfmpegTranscoder(max_copy_bytes=limits.upload_bytes), FfmpegDecodingProber(),
+            leases, job_files(env, core), transcoder, FfmpegDecodingProber(memory_bytes=memory),
             LocalDisk(), settings, inspector=PyAvCopyInspector(), thresholds=quality_thresholds(env),
             source_prober=PyAvProber.for_sources(limits),
         )

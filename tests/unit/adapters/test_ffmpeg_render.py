@@ -10,10 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from videocopies.adapters.ffmpeg.binary import FfmpegNotFound, ffmpeg_binary
+from videocopies.adapters.ffmpeg.limits import UNCAPPED_FILE_BYTES, ChildLimits, file_bytes_for
 from videocopies.adapters.ffmpeg.render import (
     AUDIO_RATE,
     SourceInfo,
     audio_filters,
+    cpu_seconds_for,
     ffmpeg_args,
     output_size,
     timeout_for,
@@ -61,7 +63,7 @@ def crop_window(plan: EffectsPlan, source: SourceInfo) -> tuple[int, int, int, i
 
 def test_arguments_read_the_source_and_write_an_mp4_target_last():
     args = ffmpeg_args(make_plan(), SOURCE, SRC, DST)
-    assert option(args, "-i") == str(SRC)
+    assert option(args, "-i") == f"file:{SRC}"
     assert args[-3:] == ["-f", "mp4", str(DST)]
     assert args.index("-i") < args.index("-vf") < args.index("-c:v")
     assert {"-y", "-nostdin", "-nostats"} <= set(args)
@@ -225,11 +227,71 @@ def test_impossible_sources_are_refused(change):
         attrs.evolve(SOURCE, **change)
 
 
-def test_the_time_limit_is_generous_and_grows_with_the_output_duration():
-    assert timeout_for(2.0, 1.0) >= 60
-    assert timeout_for(180.0, 0.97) > 5 * 180 / 0.97
-    assert timeout_for(10.0, 0.97) > timeout_for(10.0, 1.03)
-    assert timeout_for(20.0, 1.0) > timeout_for(10.0, 1.0)
+def test_the_input_is_one_local_file_read_by_a_video_demuxer():
+    args = ffmpeg_args(make_plan(), SOURCE, SRC, DST)
+    inputs = args[: args.index("-i")]
+    assert option(inputs, "-protocol_whitelist") == "file"
+    demuxers = option(inputs, "-format_whitelist").split(",")
+    assert "mov" in demuxers and "matroska" in demuxers
+    assert not {"hls", "dash", "concat", "image2", "sdp", "rtsp", "data", "tee"} & set(demuxers)
+    assert "-f" not in inputs  # no demuxer probed: the allowlist alone
+
+
+def test_a_probed_mp4_is_read_by_the_mov_demuxer_without_external_references():
+    source = attrs.evolve(SOURCE, demuxer="mov,mp4,m4a,3gp,3g2,mj2")
+    inputs = (args := ffmpeg_args(make_plan(), source, SRC, DST))[: args.index("-i")]
+    assert option(inputs, "-f") == "mov"
+    assert option(inputs, "-enable_drefs") == "0"
+    assert option(inputs, "-use_absolute_path") == "0"
+    matroska = attrs.evolve(SOURCE, demuxer="matroska,webm")
+    inputs = (args := ffmpeg_args(make_plan(), matroska, SRC, DST))[: args.index("-i")]
+    assert option(inputs, "-f") == "matroska" and "-enable_drefs" not in inputs
+
+
+def test_the_decoder_refuses_pictures_much_larger_than_the_probed_size():
+    args = ffmpeg_args(make_plan(), SOURCE, SRC, DST)
+    limit = int(option(args[: args.index("-i")], "-max_pixels"))
+    assert 360 * 640 < limit < 2 * 360 * 640
+
+
+def test_every_output_stops_just_past_its_expected_duration():
+    plan = make_plan(speed=0.97)
+    args = ffmpeg_args(plan, SOURCE, SRC, DST, source_frames=Path("/out/frames.nut"))
+    copy_until, frames_until = (float(args[i + 1]) for i, a in enumerate(args) if a == "-t")
+    assert 2.0 / 0.97 < copy_until < 2.0 / 0.97 * 1.1 + 1
+    assert 2.0 < frames_until < 2.0 * 1.1 + 1
+
+
+def test_the_time_limits_follow_the_pixels_with_a_floor():
+    big = SourceInfo(width=1920, height=1080, duration_s=180.0, has_audio=True, fps=60)
+    small = SourceInfo(width=360, height=640, duration_s=180.0, has_audio=True, fps=25)
+    for limit in (timeout_for, cpu_seconds_for):
+        assert limit(attrs.evolve(small, duration_s=0.5), 1.0) >= 60
+        assert limit(big, 1.0) > 8 * limit(small, 1.0) - 60 * 8
+        assert limit(small, 0.97) > limit(small, 1.03)
+        assert limit(attrs.evolve(small, fps=0.0), 1.0) > limit(attrs.evolve(small, fps=1.0), 1.0)
+    # The old budget for 1080p60 (60 s + 10 s per second of copy) is kept for the biggest source.
+    assert timeout_for(big, 1.0) >= 60 + 10 * 180
+
+
+def test_a_copys_file_may_pass_its_cap_a_little_never_much():
+    assert 50 * 2**20 < file_bytes_for(50 * 2**20) < 2 * 50 * 2**20
+    assert file_bytes_for(None) > UNCAPPED_FILE_BYTES
+
+
+@pytest.mark.parametrize(
+    ("code", "stderr", "says"),
+    [
+        (-9, [], "CPU-time limit of 30 s"),
+        (-25, [], "size limit of 1000 bytes"),
+        (1, ["av_interleaved_write_frame(): File too large"], "size limit"),
+        (1, ["Error: Cannot allocate memory"], "memory limit of 256 MiB"),
+        (1, ["Invalid data found when processing input"], None),
+    ],
+)
+def test_a_child_stopped_by_a_limit_is_told_apart_in_one_line(code, stderr, says):
+    why = ChildLimits.of(29.5, 256 * 2**20, 1000).why_stopped(code, stderr)
+    assert (why is None) if says is None else (says in why and "\n" not in why)
 
 
 # --- binary

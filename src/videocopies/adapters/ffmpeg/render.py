@@ -7,6 +7,7 @@ from pathlib import Path
 
 import attrs
 
+from videocopies.adapters.probe.inputs import ffmpeg_input
 from videocopies.adapters.quality.sampling import kept_frames_filter
 from videocopies.domain.effects import EffectsPlan
 
@@ -15,8 +16,23 @@ AUDIO_BITRATE = "128k"
 PRESET = "veryfast"
 # SEI NAL units: x264 writes its version and every option there ("x264 - core 164 ...").
 DROP_SEI = "filter_units=remove_types=6"
+# A render's budget follows the pixels it reads (width × height × frames a second × seconds):
+# wall-clock at a tenth of what one render on a quiet 2-core machine manages (60-110 million
+# pixels a second, 1080p30 and 360×640), since several workers may share the cores; CPU time
+# at about a twelfth of what a CPU-second encodes (50-66 million). Both have a floor.
 TIMEOUT_BASE_S = 60.0
-TIMEOUT_PER_OUTPUT_S = 10.0
+RENDER_PIXELS_PER_S = 8e6
+CPU_BASE_S = 60.0
+CPU_PIXELS_PER_S = 4e6
+# The rate assumed when the header gives none (0): the work must still be bounded.
+ASSUMED_FPS = 30.0
+# The decoder refuses a picture this much wider and taller than the probed size: decoders
+# align their buffers (64 pixels), but a picture larger still means the header lied.
+PICTURE_SLACK_PX = 128
+# Each output stops past its expected duration: a stream running on past what its header
+# said cannot make a render longer.
+DURATION_SLACK = 1.05
+DURATION_SLACK_S = 1.0
 # A capped copy aims at this share of the send limit: AAC and the MP4 boxes are estimated,
 # and x264 may overshoot its rate a little where it cannot do otherwise.
 SIZE_TARGET_SHARE = 0.9
@@ -44,6 +60,7 @@ class SourceInfo:
     duration_s: float = attrs.field(validator=_positive)
     has_audio: bool
     fps: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
+    demuxer: str = ""  # as the probe found it ("mov,mp4,m4a,3gp,3g2,mj2"); "" leaves it to the allowlist
 
 
 def output_size(source: SourceInfo) -> tuple[int, int]:
@@ -64,9 +81,27 @@ def video_bitrate_cap(max_bytes: int, duration_s: float, has_audio: bool) -> int
     return max(MIN_VIDEO_BITS_PER_S, int(bits / (duration_s + VBV_BUFFER_S)))
 
 
-def timeout_for(duration_s: float, speed: float) -> float:
+def pixel_work(source: SourceInfo, speed: float = 1.0) -> float:
+    """The pixels a render goes through: the source's, at the planned speed's frame count."""
+    return source.width * source.height * (source.fps or ASSUMED_FPS) * source.duration_s / speed
+
+
+def timeout_for(source: SourceInfo, speed: float) -> float:
     """Seconds a render may take: generous, since several workers may share two cores."""
-    return TIMEOUT_BASE_S + TIMEOUT_PER_OUTPUT_S * duration_s / speed
+    return TIMEOUT_BASE_S + pixel_work(source, speed) / RENDER_PIXELS_PER_S
+
+
+def cpu_seconds_for(source: SourceInfo, speed: float) -> float:
+    """CPU seconds (all threads together) a render may use, however busy the machine is."""
+    return CPU_BASE_S + pixel_work(source, speed) / CPU_PIXELS_PER_S
+
+
+def max_pixels(source: SourceInfo) -> int:
+    return (source.width + PICTURE_SLACK_PX) * (source.height + PICTURE_SLACK_PX)
+
+
+def _until(duration_s: float) -> list[str]:
+    return ["-t", _num(duration_s * DURATION_SLACK + DURATION_SLACK_S)]
 
 
 def video_filters(plan: EffectsPlan, source: SourceInfo) -> str:
@@ -120,7 +155,7 @@ def ffmpeg_args(
     there (small, gray, NUT with their times): the render decodes them anyway. With
     `max_bytes`, the quality setting is kept but the video rate is capped to fit the copy in it."""
     args = ["-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1", "-nostats"]
-    args += ["-i", str(source_path)]
+    args += ffmpeg_input(source_path, source.demuxer, max_pixels(source))
     if source_frames is None:
         args += ["-map", "0:v:0"]
     else:
@@ -150,9 +185,11 @@ def ffmpeg_args(
             args += ["-flags:a", "+bitexact"]
     if threads is not None:
         args += ["-threads", str(threads)]
-    args += ["-movflags", "+faststart", "-f", "mp4", str(target)]
+    args += [*_until(output_duration(plan, source)), "-movflags", "+faststart", "-f", "mp4", str(target)]
     if source_frames is not None:
-        args += ["-map", "[k]", "-c:v", "rawvideo", "-fps_mode", "passthrough", "-f", "nut", str(source_frames)]
+        # The kept frames carry the source's times.
+        args += ["-map", "[k]", "-c:v", "rawvideo", "-fps_mode", "passthrough", *_until(source.duration_s)]
+        args += ["-f", "nut", str(source_frames)]
     return args
 
 
