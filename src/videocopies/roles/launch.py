@@ -79,7 +79,7 @@ class CoreProcess:
             stderr = files.enter_context(self.log_path.open("ab")) if self.log_path else subprocess.PIPE
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "videocopies.cli", "core"], env=self._env,
-                stdout=subprocess.DEVNULL, stderr=stderr,
+                stdout=stderr if self.log_path else subprocess.DEVNULL, stderr=stderr,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
