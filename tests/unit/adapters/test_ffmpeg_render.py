@@ -286,6 +286,8 @@ def test_a_copys_file_may_pass_its_cap_a_little_never_much():
         (-25, [], "size limit of 1000 bytes"),
         (1, ["av_interleaved_write_frame(): File too large"], "size limit"),
         (1, ["Error: Cannot allocate memory"], "memory limit of 256 MiB"),
+        (245, ["Error while opening decoder: Resource temporarily unavailable"], "memory limit of 256 MiB"),
+        (-11, [], "SIGSEGV"),
         (1, ["Invalid data found when processing input"], None),
     ],
 )

@@ -78,9 +78,17 @@ class ChildLimits:
             return f"ffmpeg was killed at its CPU-time limit of {self.cpu_s} s"
         if code == -signal.SIGXFSZ or any("File too large" in line for line in lines):
             return f"ffmpeg's output passed its size limit of {self.file_bytes} bytes"
-        if any("Cannot allocate memory" in line for line in lines):
-            return f"ffmpeg ran out of its memory limit of {self.memory_bytes // MIB} MiB"
+        memory = f"its memory limit of {self.memory_bytes // MIB} MiB"
+        # Past the limit, an allocation fails, a thread cannot get its stack, or the program
+        # cannot even load its libraries and crashes.
+        if any(sign in line for line in lines for sign in _OUT_OF_MEMORY):
+            return f"ffmpeg ran out of {memory}"
+        if code == -signal.SIGSEGV:
+            return f"ffmpeg crashed (SIGSEGV), at {memory} or on a broken input"
         return None
+
+
+_OUT_OF_MEMORY = ("Cannot allocate memory", "Resource temporarily unavailable")
 
 
 def _die_with_parent() -> None:

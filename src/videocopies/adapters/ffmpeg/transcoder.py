@@ -234,6 +234,8 @@ def probe(path: Path) -> SourceInfo:
             )
     except MediaRejected as e:
         raise TranscodeFailed("the source is not a readable video", e.reason) from e
+    except OSError as e:
+        raise TranscodeFailed("the source cannot be read", e.strerror or str(e)) from e
     except (av.FFmpegError, ValueError) as e:
         raise TranscodeFailed("the source is not a readable video", str(e)) from e
 
