@@ -10,6 +10,7 @@ import attrs
 import av
 import numpy as np
 
+from videocopies.adapters.probe.pyav import SAFE_OPEN  # the source is the user's file
 from videocopies.adapters.quality.sampling import THUMB_SIDE
 
 
@@ -28,7 +29,7 @@ def _thumb(frame: av.VideoFrame) -> np.ndarray:
 
 
 def _opened(path: Path, skip_unreferenced: bool) -> tuple[av.container.InputContainer, av.VideoStream]:
-    container = av.open(str(path))
+    container = av.open(str(path), container_options=SAFE_OPEN)
     stream = container.streams.video[0]
     # One decoding thread: the fewest CPU seconds per picture (renders use the other cores).
     stream.codec_context.thread_count = 1
@@ -97,7 +98,7 @@ def nearest(pictures: Sequence[Picture], moments: Sequence[float]) -> list[Pictu
 
 def kept_frames(path: Path) -> list[Picture]:
     """The frames a renderer kept of its source (already small and gray), at the source's times."""
-    with av.open(str(path)) as container:
+    with av.open(str(path), container_options=SAFE_OPEN) as container:
         return [Picture(frame.time, _thumb(frame)) for frame in container.decode(video=0) if frame.time is not None]
 
 
@@ -112,7 +113,7 @@ class Header:
 def header(path: Path) -> Header:
     """Size, seconds and frames per second as the headers state them, read as the renderer
     reads them (the container's duration first), so both place the moments alike."""
-    with av.open(str(path)) as container:
+    with av.open(str(path), container_options=SAFE_OPEN) as container:
         stream = container.streams.video[0]
         fps = float(stream.average_rate or stream.guessed_rate or 0)
         if container.duration:
