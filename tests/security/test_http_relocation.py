@@ -12,7 +12,7 @@ import sys
 import httpx
 import pytest
 
-from videocopies.adapters.http.client import CoreClient, CoreUnreachable, core_client_from_env
+from videocopies.adapters.http.client import CoreClient, CoreUnreachable
 from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
 from videocopies.roles.launch import CoreProcess, issue_token
 
@@ -61,6 +61,8 @@ def test_a_node_refuses_plain_http_to_a_core_elsewhere_at_start() -> None:
     assert worker.returncode != 0
     said = worker.stderr.decode()
     assert "plain HTTP" in said and "VIDEOCOPIES_ALLOW_PLAIN_HTTP" in said, said[-2000:]
+
+    from videocopies.adapters.http.client import core_client_from_env  # how edge and worker build their client
 
     with pytest.raises(SystemExit, match="plain HTTP"):  # edge builds its client the same way
         core_client_from_env({"VIDEOCOPIES_CORE_URL": ELSEWHERE, "VIDEOCOPIES_NODE_TOKEN": "0123abcd.secret"})

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from videocopies.adapters.http.client import HttpJobLeases, WrongNode, core_client_from_env, identify
+from videocopies.adapters.http.client import HttpJobLeases, WrongNode, identify
 from videocopies.adapters.http.wire import JsonWire, WireError
 from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
 from videocopies.domain.shared import WorkerId
@@ -111,6 +111,7 @@ def test_a_node_reaches_core_over_tls_with_its_ca(
         with pytest.raises(httpx.RemoteProtocolError):  # plain HTTP on its TLS port: nothing served
             httpx.get(core_url.replace("https:", "http:") + "/_info", timeout=5)
         node_env = {"VIDEOCOPIES_CORE_URL": core_url, "VIDEOCOPIES_NODE_TOKEN": token}
+        from videocopies.adapters.http.client import core_client_from_env  # how every node builds its client
 
         async def as_a_worker(ca: str | None) -> list[object]:
             node = core_client_from_env(node_env | ({"VIDEOCOPIES_CORE_CA": ca} if ca else {}), retry_for_s=0.5)
