@@ -140,7 +140,7 @@ def test_no_secret_in_any_log_metric_or_panel_page(
             asyncio.run(_order_end_to_end(user, clip))
             core.restart()  # edge and the worker lose core for a moment, and say so
             user.send_text("/balance")
-            asyncio.run(user.next_message(contains="Available", timeout=60))
+            asyncio.run(user.next_message(contains="Available", timeout=120))
             seen = _core_views(core.url, control_token, edge_token) | {
                 f"panel {path}": text for path, text in _panel_pages(panel, user.id).items()
             }
