@@ -41,6 +41,13 @@ SENT_AS = {
     "over_limit": ("video", "video/mp4", 2, "too large"),
     "image": ("document", "image/png", 0, "not a video"),
     "zip": ("document", "application/zip", 0, "not a video"),
+    "dash_manifest": ("video", "video/mp4", 2, "not a video"),
+    "hls_playlist": ("video", "video/mp4", 2, "not a video"),
+    "ffconcat": ("video", "video/mp4", 2, "not a video"),
+    "image_sequence": ("document", "video/mp4", 0, "not a video"),
+    "length_lie": ("video", "video/mp4", 1, "not a video"),
+    # Not size_lie: its first picture is as the header says, so edge quotes it; the worker's
+    # decoder refuses the larger pictures (tests/security/test_media_limits.py).
 }
 
 
@@ -119,7 +126,7 @@ def settled(url: str, user: int, timeout: float = 60) -> tuple[int, int, int]:
     return figures
 
 
-@pytest.mark.parametrize("name", sorted(BAD))
+@pytest.mark.parametrize("name", sorted(set(BAD) - {"size_lie"}))
 def test_a_bad_file_gets_a_clear_message_and_a_full_refund(
     bot: tuple[Any, httpx.Client], name: str, tmp_path: Path
 ) -> None:

@@ -95,3 +95,16 @@ async def test_a_stream_running_past_what_its_header_says_makes_no_longer_a_copy
     with av.open(str(target)) as copy:
         assert copy.duration / av.time_base < 3
     assert time.monotonic() - started < 30
+
+
+async def test_pictures_larger_than_the_header_said_are_not_rendered(tmp_path):
+    # 25 pictures of 320×240, as the header says, then two of 8000×8000 it does not mention.
+    liar = make_bad("size_lie", tmp_path / "in", over_bytes=0)
+    target = tmp_path / "copy.mp4"
+
+    await FfmpegTranscoder().render(PLAN, liar, target)
+
+    with av.open(str(target)) as copy:
+        sizes = [(picture.width, picture.height) for picture in copy.decode(video=0)]
+    assert set(sizes) == {(320, 240)}
+    assert len(sizes) <= 25  # only the pictures of the size the header gave reached the copy
