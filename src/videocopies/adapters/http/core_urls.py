@@ -19,7 +19,7 @@ class PlainHttpRefused(ValueError):
 
 def is_loopback(host: str) -> bool:
     host = host.strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
+    if host == "localhost":  # not *.localhost: a resolver may send those names out to DNS
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
