@@ -68,26 +68,43 @@ def rss(pid: int) -> int:
     return int(line.split()[1]) * KIB
 
 
-def _warm_up(port: int, tokens: dict[str, str]) -> None:
-    """Every route once the ordinary way, and each refusal once with a small body."""
-    event = {"update_id": 1, "user": {"id": 1}, "kind": "text", "text": "hi"}
-    ordinary = [
-        ("worker", "/v1/jobs/claim", {}), ("edge", "/v1/inbox", {"events": [event]}),
-        ("control", "/v1/control/grants", {"user_id": 1, "amount": 1, "reason": "warm-up", "grant_id": "w-1"}),
+def biggest_inbox_page() -> bytes:
+    """The largest page edge builds: 100 updates (getUpdates' most), each with 4096 astral
+    characters of text and a 256-character name, escaped as edge's JSON escapes them."""
+    events = [
+        {"update_id": number, "user": {"id": number, "first_name": "\U0001f600" * 256}, "kind": "text",
+         "text": "\U0001f600" * 4096}
+        for number in range(1, 101)
     ]
-    for role, path, body in ordinary:
-        payload = json.dumps(body).encode()
-        status, _ = push_small(port, path, tokens[role], payload)
-        assert status == 200, (path, status)
+    return json.dumps({"events": events}).encode()
+
+
+def _warm_up(port: int, tokens: dict[str, str]) -> None:
+    """Every route once the ordinary way (the biggest inbox page edge sends, and one body in
+    chunks), and each refusal once with a small body."""
+    event = {"update_id": 1000, "user": {"id": 1}, "kind": "text", "text": "hi"}
+    ordinary = [
+        ("worker", "/v1/jobs/claim", json.dumps({}).encode(), False),
+        ("edge", "/v1/inbox", biggest_inbox_page(), False),
+        ("edge", "/v1/inbox", json.dumps({"events": [event]}).encode(), True),
+        ("control", "/v1/control/grants", b'{"user_id": 1, "amount": 1, "reason": "warm-up", "grant_id": "w-1"}', True),
+    ]
+    for role, path, payload, chunked in ordinary:
+        status, answer = push_small(port, path, tokens[role], payload, chunked)
+        assert status == 200, (path, status, answer[-300:])
     for role, path in ATTACKED:
         push(port, path, None, chunked=True, total=MIB)
         push(port, path, tokens[role] if role else None, chunked=False, total=MIB)
 
 
-def push_small(port: int, path: str, token: str, payload: bytes) -> tuple[int | None, bytes]:
+def push_small(port: int, path: str, token: str, payload: bytes, chunked: bool = False) -> tuple[int | None, bytes]:
+    framing = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {len(payload)}"
+    if chunked:
+        halves = (payload[: len(payload) // 2], payload[len(payload) // 2 :])
+        payload = b"".join(b"%x\r\n%s\r\n" % (len(half), half) for half in halves) + b"0\r\n\r\n"
     request = (
         f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+        f"{framing}\r\nConnection: close\r\n\r\n"
     ).encode() + payload
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         sock.sendall(request)
