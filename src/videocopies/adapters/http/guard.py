@@ -21,7 +21,7 @@ from videocopies.application.nodes import Node
 NODE_IN_SCOPE = "videocopies.node"
 KIB, MIB = 1024, 1024 * 1024
 
-# The largest bodies nodes send, measured on what edge builds (bench: see the security tests):
+# The largest bodies nodes send, measured on what edge builds (tests/security/test_http_body_limits.py):
 # a page of 100 updates with 4096 characters of text each is 2.4 MiB in JSON, 5.0 MiB at
 # edge's own ceilings (escaped astral characters); 500 delivery reports 2.6 MiB at worst.
 BODY_LIMITS: Mapping[str, int] = {
