@@ -1,7 +1,8 @@
 Feature: Coins given as gifts, each kind with its own life
   A new user gets a start bonus once. A user who comes through another user's invite link
-  brings both of them a referral bonus, once per invited user; nobody invites themselves and
-  invitations never go in a circle. An operator can grant coins by hand, and the grant is
+  brings both of them a referral bonus when they confirm their first order, once per invited
+  user, and an inviter only up to the caps; nobody invites themselves and invitations never go
+  in a circle. An operator can grant coins by hand, and the grant is
   recorded with who gave them and why. Each kind of coin lives as long as the configuration
   says; the expiry sweep then takes what is left of it.
 
@@ -18,13 +19,34 @@ Feature: Coins given as gifts, each kind with its own life
     And the user starts the bot again
     Then the user has 50 coins available
 
-  Scenario: Both sides of an invitation get the referral bonus, once
+  Scenario: Both sides of an invitation get the referral bonus at the first order, once
     Given "Ann" has started the bot
     When "Bob" starts the bot through the invite link of "Ann"
-    Then "Bob" has 80 coins available
+    Then "Bob" has 50 coins available
+    And "Ann" has 50 coins available
+    When "Bob" confirms an order of 1 copy
+    Then "Bob" has 75 coins available
     And "Ann" has 80 coins available
     When "Bob" starts the bot through the invite link of "Ann" again
+    And "Bob" confirms an order of 1 copy
     Then "Ann" has 80 coins available
+
+  Scenario: Invited users who never order bring nothing, and an inviter is rewarded up to the cap
+    Given an inviter is rewarded for at most 2 invited users a day
+    And "Ann" has started the bot
+    When "Bob" starts the bot through the invite link of "Ann"
+    And "Cid" starts the bot through the invite link of "Ann"
+    And "Dan" starts the bot through the invite link of "Ann"
+    And "Eve" starts the bot through the invite link of "Ann"
+    Then "Ann" has 50 coins available
+    When "Bob" confirms an order of 1 copy
+    And "Cid" confirms an order of 1 copy
+    And "Dan" confirms an order of 1 copy
+    Then "Ann" has 110 coins available
+    And "Dan" has 45 coins available
+    When 1 days pass
+    And "Eve" confirms an order of 1 copy
+    Then "Ann" has 140 coins available
 
   Scenario: A user cannot invite themselves
     Given "Ann" has started the bot

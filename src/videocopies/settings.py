@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import attrs
 
-from videocopies.domain.coins import GrantRules, LotKind
+from videocopies.domain.coins import GrantRules, LotKind, ReferralCaps
 from videocopies.domain.coins.grants import DEFAULT_VALIDITY
 from videocopies.domain.payments import DEFAULT_PACKAGES, CoinPackage, PackageCatalog
 from videocopies.domain.pricing import MIN_SECRET_BYTES, PricingPolicy, QuoteKeys, Tariff
@@ -29,6 +29,8 @@ class Settings:
     grants: GrantRules = GrantRules()
     packages: PackageCatalog = DEFAULT_PACKAGES
     reconcile_every: timedelta = timedelta(minutes=10)
+    # A credited payment the provider's list lacks is reversed once it is this old.
+    reverse_unknown_after: timedelta = timedelta(minutes=10)
     expiry_sweep_every: timedelta = timedelta(minutes=1)
 
     @quote_keys.default
@@ -52,6 +54,7 @@ class Settings:
             grants=grant_rules_from_env(env),
             packages=packages_from_env(env),
             reconcile_every=timedelta(seconds=float(env.get("VIDEOCOPIES_RECONCILE_EVERY_S", "600"))),
+            reverse_unknown_after=timedelta(seconds=float(env.get("VIDEOCOPIES_REVERSE_UNKNOWN_AFTER_S", "600"))),
             expiry_sweep_every=timedelta(seconds=float(env.get("VIDEOCOPIES_EXPIRY_SWEEP_EVERY_S", "60"))),
             orders_per_hour=int(env["VIDEOCOPIES_ORDERS_PER_HOUR"]) or None if "VIDEOCOPIES_ORDERS_PER_HOUR" in env
             else 30,
@@ -89,8 +92,9 @@ def _days(value: str, name: str) -> timedelta | None:
 
 
 def grant_rules_from_env(env: os._Environ[str] | dict[str, str]) -> GrantRules:
-    """VIDEOCOPIES_START_BONUS, VIDEOCOPIES_REFERRAL_BONUS (coins), and the validity of each
-    kind of coin: VIDEOCOPIES_{START,REFERRAL,MANUAL,PURCHASE}_VALID_DAYS (days or `never`)."""
+    """VIDEOCOPIES_START_BONUS, VIDEOCOPIES_REFERRAL_BONUS (coins), the validity of each
+    kind of coin: VIDEOCOPIES_{START,REFERRAL,MANUAL,PURCHASE}_VALID_DAYS (days or `never`),
+    and the referral caps: VIDEOCOPIES_REFERRAL_MAX_INVITEES, _MAX_PER_DAY (users or `none`)."""
     validity = dict(DEFAULT_VALIDITY)
     for kind in LotKind:
         name = f"VIDEOCOPIES_{kind.name}_VALID_DAYS"
@@ -100,7 +104,23 @@ def grant_rules_from_env(env: os._Environ[str] | dict[str, str]) -> GrantRules:
         start_bonus=int(env.get("VIDEOCOPIES_START_BONUS", "50")),
         referral_bonus=int(env.get("VIDEOCOPIES_REFERRAL_BONUS", "30")),
         validity=validity,
+        referral_caps=ReferralCaps(
+            total=_cap(env, "VIDEOCOPIES_REFERRAL_MAX_INVITEES", ReferralCaps().total),
+            per_day=_cap(env, "VIDEOCOPIES_REFERRAL_MAX_PER_DAY", ReferralCaps().per_day),
+        ),
     )
+
+
+def _cap(env: os._Environ[str] | dict[str, str], name: str, default: int | None) -> int | None:
+    """A referral cap: invited users an inviter is rewarded for, or `none` for no cap."""
+    value = env.get(name, "").strip().lower()
+    if not value:
+        return default
+    if value == "none":
+        return None
+    if not value.isdigit():
+        raise SystemExit(f"{name} must be a number of invited users or `none`, not {value!r}")
+    return int(value)
 
 
 def packages_from_env(env: os._Environ[str] | dict[str, str]) -> PackageCatalog:

@@ -176,5 +176,6 @@ def override_settings(shop: Shop, **changes: Any) -> None:
     shop.service.bot.conversation.reset()
     shop.service.bot.inbox_processor.reset()
     shop.service.bot.bot_settings.reset()
-    for case in ("reconcile_payments", "reward_referral", "credit_payment"):
+    for case in ("reconcile_payments", "reward_referral", "credit_payment", "confirm_order", "take_payment",
+                 "confirm_payments"):
         getattr(shop.cases, case).reset()

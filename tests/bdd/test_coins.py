@@ -8,10 +8,10 @@ import attrs
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from videocopies.application import use_cases as uc
-from videocopies.domain.coins import LotKind
+from videocopies.domain.coins import LotKind, ReferralCaps
 from videocopies.domain.shared import LotId, WorkerId
 
-from .shop import USER, Shop, duration
+from .shop import USER, Shop, duration, override_settings
 
 scenarios("coins")
 
@@ -111,6 +111,19 @@ def started_invited(shop: Shop, name: str, inviter: str) -> None:
 @when(parsers.parse('"{inviter}" is rewarded for inviting "{invitee}"'))
 def rewarded(shop: Shop, inviter: str, invitee: str) -> None:
     shop.attempt(shop.cases.reward_referral()(shop.person(invitee), shop.person(inviter)))
+
+
+@when(parsers.parse('"{name}" confirms an order of {copies:d} copy'))
+def person_orders(shop: Shop, name: str, copies: int) -> None:
+    user = shop.person(name)
+    quote = shop.run(shop.cases.quote_order()(uc.QuoteOrderCommand(user, f"sources/{user}/clip.mp4", copies)))
+    shop.run(shop.cases.confirm_order()(uc.ConfirmOrderCommand(user, quote.quote_id, quote.token)))
+
+
+@given(parsers.parse("an inviter is rewarded for at most {per_day:d} invited users a day"))
+def referral_cap(shop: Shop, per_day: int) -> None:
+    rules = attrs.evolve(shop.settings.grants, referral_caps=ReferralCaps(total=None, per_day=per_day))
+    override_settings(shop, grants=rules)
 
 
 @then(parsers.parse('"{name}" has {amount:d} coins available'))

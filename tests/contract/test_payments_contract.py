@@ -108,7 +108,12 @@ async def test_a_purchase_with_coins_set_aside_is_not_refunded(backend: Backend)
     assert [tx for tx in b.provider.settled if tx.refund] == []
 
 
-async def test_a_referral_rewards_both_once_and_is_recorded(backend: Backend) -> None:
+async def first_order(b: Backend, user: UserId) -> None:
+    quote = await b.cases.quote_order()(uc.QuoteOrderCommand(user, f"sources/{user}/clip.mp4", 1))
+    await b.cases.confirm_order()(uc.ConfirmOrderCommand(user, quote.quote_id, quote.token))
+
+
+async def test_a_referral_rewards_both_once_at_the_first_order_and_is_recorded(backend: Backend) -> None:
     b = backend
     await b.cases.grant_coins()(uc.GrantCoinsCommand(USER, LotKind.START, 50, None, LotId("start-42")))
     with pytest.raises(UnknownInviter):
@@ -121,17 +126,78 @@ async def test_a_referral_rewards_both_once_and_is_recorded(backend: Backend) ->
         await b.cases.reward_referral()(FRIEND, USER)
     with pytest.raises(ReferralLoop):
         await b.cases.reward_referral()(USER, FRIEND)
-    assert (await figures(b))[0] == 80 and (await figures(b, FRIEND))[0] == 30
+    assert (await figures(b))[0] == 50 and (await figures(b, FRIEND))[0] == 0  # nothing at arrival
+    await b.cases.grant_coins()(uc.GrantCoinsCommand(FRIEND, LotKind.START, 50, None, LotId("start-43")))
+    await first_order(b, FRIEND)
+    await first_order(b, FRIEND)  # a second order settles nothing more
+    assert (await figures(b))[0] == 80 and (await figures(b, FRIEND))[0] == 70  # 50 + 30 - two orders of 5
     async with b.new_uow() as uow:
         assert await uow.referrals.inviter_of(FRIEND) == USER
         assert await uow.referrals.inviter_of(USER) is None
+        assert await uow.referrals.unsettled(FRIEND) is None
         record = await uow.grants.get(referral.inviter_lot)
         account = await uow.accounts.get(FRIEND)
     assert record is not None and (record.granted_by, record.reason, record.amount) == ("referral", "invited 43", 30)
     assert account is not None
-    (lot,) = account.lots
+    (lot,) = [lot for lot in account.lots if lot.kind is LotKind.REFERRAL]
     assert lot.expires_at == lot.granted_at + timedelta(days=60)
     assert await screens(b) == ["referral_rewarded"]
+    assert await screens(b, FRIEND) == ["referral_invitee_rewarded"]
+
+
+async def test_an_inviter_is_rewarded_up_to_the_daily_cap_and_again_the_next_day(backend: Backend) -> None:
+    b = backend
+    caps = b.service.settings().grants.referral_caps  # type: ignore[attr-defined]
+    assert caps.per_day is not None
+    await b.cases.grant_coins()(uc.GrantCoinsCommand(USER, LotKind.START, 10, None, LotId("start-42")))
+    invitees = [UserId(100 + n) for n in range(caps.per_day + 2)]
+    for invitee in invitees:
+        await b.cases.grant_coins()(uc.GrantCoinsCommand(invitee, LotKind.START, 10, None))
+        await b.cases.reward_referral()(invitee, USER)
+    for invitee in invitees[:-1]:
+        await first_order(b, invitee)
+    assert (await figures(b))[0] == 10 + 30 * caps.per_day  # the one past the cap brought nothing
+    b.clock.advance(timedelta(days=1, seconds=1))
+    await first_order(b, invitees[-1])
+    assert (await figures(b))[0] == 10 + 30 * (caps.per_day + 1)
+    rewarded = [(await figures(b, invitee))[0] for invitee in invitees]
+    assert rewarded == [35] * caps.per_day + [5, 35]
+
+
+async def test_a_claimed_payment_is_credited_only_when_the_provider_lists_it(backend: Backend) -> None:
+    b = backend
+    take = b.cases.take_payment()
+    b.provider.settled.append(ProviderTransaction("ch-1", USER, 50, "XTR", "buy:50:100"))
+    assert await take(uc.CreditPaymentCommand("ch-1", USER, 100, 50, "XTR", "buy:50:100", "edge-1"))
+    assert not await take(uc.CreditPaymentCommand("ch-1", USER, 100, 50, "XTR", "buy:50:100", "edge-1"))
+    assert not await take(uc.CreditPaymentCommand("made-up", USER, 600, 250, "XTR", "buy:250:600", "edge-2"))
+    assert (await figures(b))[0] == 100
+    async with b.new_uow() as uow:
+        (unconfirmed,) = await uow.claims.unconfirmed()
+    assert (unconfirmed.external_id, unconfirmed.node, unconfirmed.user_id) == ("made-up", "edge-2", USER)
+    result = await b.cases.reconcile_payments()()
+    assert [c.external_id for c in result.unconfirmed] == ["made-up"] and result.needs_attention
+    assert await screens(b) == ["coins_credited"]
+
+
+async def test_a_credited_payment_the_provider_does_not_know_is_reversed_once(backend: Backend) -> None:
+    b = backend
+    assert await b.cases.credit_payment()(uc.CreditPaymentCommand("made-up", USER, 100, 50, "XTR"))  # no provider
+    await first_order(b, USER)  # 5 of its coins set aside
+    assert (await b.cases.reconcile_payments()()).reversed == ()  # too recent: the list may lag
+    b.clock.advance(timedelta(minutes=11))
+    result = await b.cases.reconcile_payments()()
+    (reversal,) = result.reversed
+    assert (reversal.external_id, reversal.taken, reversal.owed) == ("made-up", 95, 5)
+    assert await figures(b) == (0, 5, 0, 0, 95)
+    again = await b.cases.reconcile_payments()()
+    assert again.reversed == () and again.reversed_before == ("made-up",) and again.unexplained == ()
+    async with b.new_uow() as uow:
+        assert await uow.payments.get("made-up") is not None  # the money row stays
+        (order_id,) = (await uow.accounts.get(USER)).reservations  # type: ignore[union-attr]
+    await b.cases.cancel_order()(uc.CancelOrderCommand(USER, order_id))
+    assert await figures(b) == (0, 0, 0, 5, 95)  # held coins come back to the ended lot as expired
+    assert await screens(b) == ["coins_credited", "payment_reversed", "order_closed"]
 
 
 async def test_a_manual_grant_is_recorded_announced_and_given_once(backend: Backend) -> None:

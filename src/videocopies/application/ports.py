@@ -10,11 +10,11 @@ from typing import Any, Protocol
 
 import attrs
 
-from videocopies.domain.coins import CoinAccount, LotKind, Referral
+from videocopies.domain.coins import CoinAccount, InviterRewards, LotKind, Referral
 from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.jobs import Job
 from videocopies.domain.orders import Order
-from videocopies.domain.payments import Payment, ProviderTransaction, Refund
+from videocopies.domain.payments import Payment, PaymentClaim, ProviderTransaction, Refund, Reversal
 from videocopies.domain.receipts import Receipt
 from videocopies.domain.shared import JobId, LotId, OrderId, OwnerToken, UserId, WorkerId
 
@@ -108,9 +108,40 @@ class RefundRepository(Protocol):
     async def list(self) -> Sequence[Refund]: ...
 
 
+class PaymentClaims(Protocol):
+    """Payments as edge reported them, and the provider's charges read so far (a cursor into
+    its chronological list, so each read takes only what is new)."""
+
+    async def add(self, claim: PaymentClaim) -> None:
+        """Recorded once per external id; a repeat is ignored."""
+        ...
+    async def confirmable(self) -> Sequence[tuple[PaymentClaim, ProviderTransaction]]:
+        """Claims not credited yet whose charge the provider has listed, with that charge."""
+        ...
+    async def unconfirmed(self) -> Sequence[PaymentClaim]:
+        """Claims with no payment credited for them, oldest first."""
+        ...
+    async def cursor(self) -> int: ...
+    async def record(self, charges: Sequence[ProviderTransaction], cursor: int) -> None:
+        """The provider's charges read up to `cursor` (the cursor never goes back)."""
+        ...
+
+
+class ReversalRepository(Protocol):
+    async def add(self, reversal: Reversal) -> None: ...
+    async def list(self) -> Sequence[Reversal]: ...
+
+
 class ReferralRepository(Protocol):
     async def inviter_of(self, user_id: UserId) -> UserId | None: ...
     async def add(self, referral: Referral) -> None: ...
+    async def unsettled(self, invitee: UserId) -> Referral | None:
+        """The invited user's referral while their first order is still to come (locked)."""
+        ...
+    async def rewarded(self, inviter: UserId, since: datetime) -> InviterRewards:
+        """How many invited users this inviter was rewarded for: ever, and since `since`."""
+        ...
+    async def settle(self, referral: Referral) -> None: ...
 
 
 class GrantLog(Protocol):
@@ -145,6 +176,8 @@ class UnitOfWork(Protocol):
     receipts: ReceiptRepository
     payments: PaymentRepository
     refunds: RefundRepository
+    claims: PaymentClaims
+    reversals: ReversalRepository
     referrals: ReferralRepository
     grants: GrantLog
     refusals: RefusedWriteLog
@@ -177,6 +210,10 @@ class PaymentProvider(Protocol):
     """The payment provider: its own list of settled transactions, and refunds."""
 
     def transactions(self) -> AsyncIterator[ProviderTransaction]: ...
+    async def since(self, position: int) -> tuple[Sequence[ProviderTransaction], int]:
+        """The transactions after the first `position` of the provider's chronological list,
+        and the position after them. Raises ProviderNotConfigured when there is no provider."""
+        ...
     async def refund(self, user_id: UserId, external_id: str) -> None:
         """Pay a charge back to its user; a charge already refunded counts as done. Raises
         RefundRefused when the provider will never do it, ProviderUnavailable when unsure."""

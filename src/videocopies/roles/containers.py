@@ -114,6 +114,7 @@ class UseCases(containers.DeclarativeContainer):
         keys=settings.provided.quote_keys,
         notifier=gateways.notifier,
         max_attempts=settings.provided.max_attempts,
+        grants=settings.provided.grants,
     )
     cancel_order = providers.Singleton(uc.CancelOrder, uow=gateways.uow.provider, clock=gateways.clock)
     claim_job = providers.Singleton(
@@ -152,6 +153,17 @@ class UseCases(containers.DeclarativeContainer):
         credit=credit_payment,
         coins_for=settings.provided.packages.coins_for,
         refunds=refund_payment,
+        clock=gateways.clock,
+        reverse_after=settings.provided.reverse_unknown_after,
+    )
+    confirm_payments = providers.Singleton(
+        uc.ConfirmPayments, uow=gateways.uow.provider, provider=gateways.payment_provider, credit=credit_payment,
+        coins_for=settings.provided.packages.coins_for,
+    )
+    # The bot's payment notices: claims the provider confirms, or credited as they come with no provider.
+    take_payment = providers.Singleton(
+        uc.TakePayment, uow=gateways.uow.provider, clock=gateways.clock, credit=credit_payment,
+        confirm=confirm_payments,
     )
     reward_referral = providers.Singleton(
         uc.RewardReferral, uow=gateways.uow.provider, clock=gateways.clock, rules=settings.provided.grants
@@ -178,7 +190,7 @@ class Bot(containers.DeclarativeContainer):
         confirm_order=use_cases.confirm_order,
         cancel_order=use_cases.cancel_order,
         settings=bot_settings,
-        credit_payment=use_cases.credit_payment,
+        credit_payment=use_cases.take_payment,
         reward_referral=use_cases.reward_referral,
         packages=settings.provided.packages,
     )

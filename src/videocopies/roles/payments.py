@@ -61,10 +61,9 @@ async def _run(database_url: str, args: argparse.Namespace, env: dict[str, str])
             if args.action == "reconcile":
                 result = await container.use_cases.reconcile_payments()()
                 print("\n".join(result.lines()))
-                r = result.report
-                # Exit 1 when something needs an operator's eyes; 0 when it all adds up.
-                attention = result.uncreditable or result.refunds_failed or r.mismatched or r.unknown
-                return 1 if attention or r.refunded_elsewhere else 0
+                # Exit 1 when something needs an operator's eyes (a reversal made now, a claim the
+                # provider does not list, ...); 0 when it all adds up.
+                return 1 if result.needs_attention else 0
             requested_by = f"cli:{getpass.getuser()}"
             refund = await container.use_cases.refund_payment()(
                 uc.RefundPaymentCommand(args.charge_id, requested_by, args.reason)

@@ -1,6 +1,7 @@
 """Buying coins and inviting friends through the bot's conversation, on the in-memory service:
 /buy shows the packages, a package press writes an invoice to the outbox, a successful
-payment credits once with its own screen, and /start ref_<id> rewards both sides once."""
+payment the provider lists credits once with its own screen (one it does not list credits
+nothing), and /start ref_<id> rewards both sides once, at the invited user's first order."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from datetime import timedelta
 
 import pytest
 
-from videocopies.application.bot.events import BotUser, InboxEvent, PaidInvoice
+from videocopies.application.bot.events import BotUser, InboxEvent, PaidInvoice, StoredVideo
 from videocopies.application.bot.screens import Screen, render
 from videocopies.application.ports import OutboxMessage
 from videocopies.domain.coins import LotKind
+from videocopies.domain.payments import ProviderTransaction
 from videocopies.domain.shared import UserId
 from videocopies.settings import Settings, grant_rules_from_env, packages_from_env
 
@@ -39,6 +41,18 @@ class Bot:
     async def screens(self, user: BotUser, kind: str, **fields: object) -> list[Screen]:
         return [render(m.kind, m.payload, user.language) for m in await self.send(user, kind, **fields)]
 
+    async def order(self, user: BotUser) -> list[Screen]:
+        """Send a video, ask for one copy, confirm: the screens of the confirmation."""
+        video = StoredVideo("file-1", 5_000_000, 12.0, 720, 1280, "video/mp4", f"sources/{user.user_id}/1.mp4", "0" * 64)
+        await self.send(user, "video", video=video)
+        (quote,) = await self.screens(user, "button", data="n:1")
+        return await self.screens(user, "button", data=quote.buttons[0][0].data)
+
+    def settle_at_provider(self, user: BotUser, charge: str, stars: int, offer: str) -> None:
+        self.shop.service.gateways.payment_provider().settled.append(
+            ProviderTransaction(charge, user.user_id, stars, "XTR", offer)
+        )
+
 
 @pytest.fixture
 def bot(shop) -> Bot:  # type: ignore[no-untyped-def]
@@ -58,6 +72,7 @@ async def test_buying_a_package_sends_an_invoice_and_a_payment_credits_it_once(b
     assert shown is not None and (shown.title, shown.stars, shown.payload) == ("220 монет", 100, "buy:100:220")
 
     paid = PaidInvoice("charge-1", 100, "XTR", "buy:100:220")
+    bot.settle_at_provider(BOB, "charge-1", 100, "buy:100:220")
     (credited,) = await bot.screens(BOB, "payment", payment=paid)
     assert credited.text == "Payment received: 220 coins added. You have 270 coins available."
     assert await bot.send(BOB, "payment", payment=paid) == []  # Telegram said it twice
@@ -75,16 +90,31 @@ async def test_an_unknown_package_button_is_refused(bot: Bot) -> None:
     assert told.text == "This button is no longer valid."
 
 
-async def test_an_invite_link_rewards_a_new_user_and_the_inviter_once(bot: Bot) -> None:
+async def test_a_payment_the_provider_does_not_list_credits_nothing(bot: Bot) -> None:
+    paid = PaidInvoice("invented-1", 100, "XTR", "buy:100:220")
+    assert await bot.send(BOB, "payment", payment=paid) == []
+    assert bot.shop.store.payments == {}
+    (claim,) = bot.shop.store.payment_ledgers.claims.values()
+    assert (claim.external_id, claim.user_id) == ("invented-1", BOB.user_id)
+
+
+async def test_an_invite_link_rewards_both_sides_once_at_the_new_users_first_order(bot: Bot) -> None:
     await bot.send(ANNA, "text", text="/start")
     (welcome,) = await bot.screens(BOB, "text", text=f"/start ref_{ANNA.user_id}")
-    assert "You came with a friend's invite: 30 more coins." in welcome.text and "80 coins" in welcome.text
-    rewarded = [render(m.kind, m.payload, "ru") for m in bot.shop.store.outbox.values() if m.user_id == ANNA.user_id]
-    assert rewarded[-1].text == "Друг пришёл по вашему приглашению: вам 30 монет."
+    assert "You came with a friend's invite: your first order brings you 30 more coins." in welcome.text
+    assert "50 coins" in welcome.text  # nothing given yet
     (again,) = await bot.screens(BOB, "text", text=f"/start ref_{ANNA.user_id}")  # not a first contact
     assert "invite" not in again.text
     (own,) = await bot.screens(ANNA, "text", text=f"/start ref_{ANNA.user_id}")
     assert "приглашению" not in own.text
+    assert bot.shop.store.accounts[ANNA.user_id].balance(bot.shop.clock.now()).available == 50
+
+    bonus, confirmed = await bot.order(BOB)
+    assert "reserved" in confirmed.text and bonus.text == "Your first order with a friend's invite: 30 coins are yours."
+    rewarded = [render(m.kind, m.payload, "ru") for m in bot.shop.store.outbox.values() if m.user_id == ANNA.user_id]
+    assert rewarded[-1].text == "Приглашённый вами друг сделал первый заказ: вам 30 монет."
+    assert bot.shop.store.accounts[ANNA.user_id].balance(bot.shop.clock.now()).available == 80
+    assert len(await bot.order(BOB)) == 1  # a second order settles nothing
     assert bot.shop.store.accounts[ANNA.user_id].balance(bot.shop.clock.now()).available == 80
 
 
@@ -96,7 +126,7 @@ async def test_a_new_user_with_a_bad_invite_link_just_starts(bot: Bot) -> None:
 
 async def test_the_invite_screen_gives_the_users_own_code(bot: Bot) -> None:
     (invite,) = await bot.screens(BOB, "text", text="/invite")
-    assert "ref_8" in invite.text and "30 coins" in invite.text
+    assert "ref_8" in invite.text and "first order" in invite.text and "30 coins" in invite.text
 
 
 def test_settings_read_bonuses_validity_and_packages_from_the_environment() -> None:

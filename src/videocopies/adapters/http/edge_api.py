@@ -301,17 +301,17 @@ class Judged:
     unreadable: list[str]
 
 
-def judge(items: list[Any]) -> Judged:
+def judge(items: list[Any], node: str | None = None) -> Judged:
     """The whole page is validated at once; only a page that fails is read again item by
-    item, so a valid page is parsed once."""
+    item, so a valid page is parsed once. `node`: the edge that sent the page."""
     try:
-        return Judged([_event(e) for e in _EVENTS.validate_python(items)], [], _edge_reasons(items))
+        return Judged([_event(e, node) for e in _EVENTS.validate_python(items)], [], _edge_reasons(items))
     except ValidationError:
         pass
     judged = Judged([], [], [])
     for item in items:
         try:
-            event = _event(EventIn.model_validate(item))
+            event = _event(EventIn.model_validate(item), node)
         except ValidationError as error:
             _unreadable(item, error, judged)
         else:
@@ -325,11 +325,12 @@ def _edge_reasons(items: list[Any]) -> list[str]:
     return ["edge" for item in items if item.get("kind") == UNREADABLE]
 
 
-def _event(e: EventIn) -> InboxEvent:
+def _event(e: EventIn, node: str | None = None) -> InboxEvent:
     if e.video and e.video.source_key and not e.video.source_key.startswith(f"sources/{e.user.id}/"):
         raise _Forbidden("a source is stored under its own user's prefix")
     video = StoredVideo(**e.video.model_dump()) if e.video else None
-    paid = PaidInvoice(**e.payment.model_dump()) if e.payment else None
+    # Which edge said a payment was made: a claim the provider never confirms is traced to it.
+    paid = PaidInvoice(**e.payment.model_dump(), node=node) if e.payment else None
     user = _user(e.user)
     reason = (e.reason or "no reason given") if e.kind == UNREADABLE else None
     return InboxEvent(e.update_id, user, e.kind, e.text, video, e.data, payment=paid, reason=reason)
@@ -373,11 +374,11 @@ def add_edge_routes(
     Sender = Annotated[Node, Depends(node_with("outbox"))]
 
     @app.post("/v1/inbox", tags=["edge"])
-    async def store_updates(body: InboxIn, _node: Storer) -> InboxOut:
+    async def store_updates(body: InboxIn, node: Storer) -> InboxOut:
         """Store updates before acknowledging them to Telegram; an update stored twice counts once.
         Each event is judged on its own: one that cannot be read is kept as `unreadable` with
         its reason, and its user (when known) is told."""
-        judged = judge(body.events)
+        judged = judge(body.events, node.name)
         now = services.clock.now()
         stored = await services.inbox.add(judged.events, now) if judged.events else 0
         if judged.unaddressed and services.keep_unreadable is not None:
@@ -426,7 +427,11 @@ def add_edge_routes(
 
     @app.post("/v1/sources/upload-url", tags=["edge"])
     async def source_upload_url(body: SourceUploadIn, _node: Storer) -> SignedUrl:
-        """Where edge puts a user's video before storing its update."""
+        """Where edge puts the video of an update it stored as fetching (`/v1/inbox`, then
+        completes through `/v1/inbox/videos`); no other key is signed, so a node token cannot
+        overwrite a source already stored or one of an update that never came."""
+        if not await services.inbox.waiting_for_file(body.update_id, UserId(body.user_id)):
+            raise NotFound("video event waiting for its file", f"{body.user_id}/{body.update_id}")
         key = f"sources/{body.user_id}/{body.update_id}.mp4"
         headers = {"x-amz-meta-sha256": body.sha256}
         return await _signed(services.store, services.url_ttl, key, "PUT", headers, sha256=body.sha256)

@@ -105,6 +105,11 @@ class InMemoryInbox:
         self.events[update_id] = attrs.evolve(event, video=video)
         return True
 
+    async def waiting_for_file(self, update_id: int, user_id: UserId) -> bool:
+        event = self.events.get(update_id)
+        return (event is not None and event.user.user_id == user_id and update_id not in self.processed
+                and event.waits_for_file)
+
     async def fetching(self, limit: int) -> Sequence[InboxEvent]:
         waiting = [e for e in self.events.values() if e.update_id not in self.processed and e.waits_for_file]
         return sorted(waiting, key=lambda e: e.event_id or 0)[:limit]

@@ -3,7 +3,7 @@ provider's own refusals."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from videocopies.application.errors import ProviderUnavailable, RefundRefused
 from videocopies.domain.payments import ProviderTransaction
@@ -19,6 +19,11 @@ class InMemoryPaymentProvider:
     async def transactions(self) -> AsyncIterator[ProviderTransaction]:
         for tx in list(self.settled):
             yield tx
+
+    async def since(self, position: int) -> tuple[Sequence[ProviderTransaction], int]:
+        if self.unreachable:
+            raise ProviderUnavailable("the provider did not answer")
+        return list(self.settled[position:]), len(self.settled)
 
     async def refund(self, user_id: UserId, external_id: str) -> None:
         if self.unreachable:

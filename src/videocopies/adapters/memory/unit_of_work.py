@@ -10,9 +10,10 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
+from videocopies.adapters.memory.payment_claims import Claims, PaymentLedgers, Reversals
 from videocopies.application.errors import Conflict
 from videocopies.application.ports import GrantRecord, OutboxMessage, RefusedWrite
-from videocopies.domain.coins import CoinAccount, Referral
+from videocopies.domain.coins import CoinAccount, InviterRewards, Referral, ReferralOutcome
 from videocopies.domain.jobs import Job, JobState
 from videocopies.domain.orders import Order
 from videocopies.domain.payments import Payment, Refund
@@ -33,6 +34,7 @@ class InMemoryStore:
         self.payments: dict[str, Payment] = {}
         self.refunds: dict[str, Refund] = {}
         self.referrals: dict[UserId, Referral] = {}  # by invited user
+        self.payment_ledgers = PaymentLedgers()
         self.grants: dict[LotId, GrantRecord] = {}
         self.refusals: list[RefusedWrite] = []
         self.outbox: dict[int, OutboxMessage] = {}
@@ -204,6 +206,7 @@ class _Referrals:
     def __init__(self, store: InMemoryStore) -> None:
         self._store = store
         self.added: dict[UserId, Referral] = {}
+        self.settled: dict[UserId, Referral] = {}
 
     async def inviter_of(self, user_id: UserId) -> UserId | None:
         found = self.added.get(user_id) or self._store.referrals.get(user_id)
@@ -213,6 +216,20 @@ class _Referrals:
         if referral.invitee in self._store.referrals or referral.invitee in self.added:
             raise Conflict("referral", str(referral.invitee))
         self.added[referral.invitee] = referral
+
+    async def unsettled(self, invitee: UserId) -> Referral | None:
+        found = self.settled.get(invitee) or self.added.get(invitee) or self._store.referrals.get(invitee)
+        return found if found is not None and found.outcome is None else None
+
+    async def rewarded(self, inviter: UserId, since: datetime) -> InviterRewards:
+        rewarded = [
+            r for r in {**self._store.referrals, **self.added, **self.settled}.values()
+            if r.inviter == inviter and r.outcome is ReferralOutcome.REWARDED
+        ]
+        return InviterRewards(len(rewarded), sum(1 for r in rewarded if r.settled_at and r.settled_at > since))
+
+    async def settle(self, referral: Referral) -> None:
+        self.settled[referral.invitee] = referral
 
 
 class _Grants:
@@ -284,6 +301,8 @@ class InMemoryUnitOfWork:
         self.receipts = _Receipts(store)
         self.payments = _Payments(store)
         self.refunds = _Refunds(store)
+        self.claims = Claims(store.payment_ledgers, self.payments)
+        self.reversals = Reversals(store.payment_ledgers)
         self.referrals = _Referrals(store)
         self.grants = _Grants(store)
         self.refusals = _Refusals(store)
@@ -323,6 +342,9 @@ class InMemoryUnitOfWork:
         self._store.payments.update(self.payments.added)
         self._store.refunds.update(self.refunds.saved)
         self._store.referrals.update(self.referrals.added)
+        self._store.referrals.update(self.referrals.settled)
+        self.claims.commit()
+        self.reversals.commit()
         self._store.grants.update(self.grants.added)
         self._store.refusals.extend(self.refusals.added)
         known = {m.dedup_key for m in self._store.outbox.values()}
@@ -345,6 +367,9 @@ class InMemoryUnitOfWork:
         self.payments.added.clear()
         self.refunds.saved.clear()
         self.referrals.added.clear()
+        self.referrals.settled.clear()
+        self.claims.reset()
+        self.reversals.added.clear()
         self.grants.added.clear()
         self.refusals.added.clear()
         self.outbox.added.clear()

@@ -82,6 +82,12 @@ SELECT id, update_id, kind, payload, received_at FROM inbox
  WHERE processed_at IS NULL AND kind = 'video' AND (payload->'video'->>'fetching')::boolean
  ORDER BY id LIMIT %s
 """
+# The one video event edge may put a source for: stored by it, still waiting for its file.
+_WAITING_FOR_FILE = """
+SELECT 1 FROM inbox
+ WHERE update_id = %(update_id)s AND user_id = %(user_id)s AND kind = 'video' AND processed_at IS NULL
+   AND (payload->'video'->>'fetching')::boolean
+"""
 _QUEUE_REPLY = """
 INSERT INTO outbox (user_id, kind, payload, dedup_key, created_at)
 VALUES (%s, %s, %s, %s, now()) ON CONFLICT (dedup_key) DO NOTHING
@@ -194,6 +200,13 @@ class PostgresInbox:
             cur = await conn.execute(_COMPLETE_VIDEO, params)
             row = await cur.fetchone()
         return bool(row and row[0])
+
+    async def waiting_for_file(self, update_id: int, user_id: UserId) -> bool:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(_WAITING_FOR_FILE, {"update_id": update_id, "user_id": user_id})
+            row = await cur.fetchone()
+            await conn.commit()
+        return row is not None
 
     async def fetching(self, limit: int) -> Sequence[InboxEvent]:
         async with self._pool.connection() as conn:

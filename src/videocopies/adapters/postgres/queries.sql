@@ -222,3 +222,33 @@ UPDATE capacity_slots SET order_id = %(order_id)s
 -- free_slot --
 UPDATE capacity_slots SET order_id = NULL WHERE order_id = %(order_id)s;
 
+
+-- confirmable_claims --
+-- Claims with no payment yet whose charge the provider has listed.
+SELECT c.external_id, c.user_id, c.paid_amount, c.currency, c.invoice_payload, c.node, c.claimed_at,
+       pc.user_id AS charge_user_id, pc.paid_amount AS charge_amount, pc.currency AS charge_currency,
+       pc.invoice_payload AS charge_payload
+  FROM payment_claims c JOIN provider_charges pc ON pc.external_id = c.external_id
+ WHERE NOT EXISTS (SELECT 1 FROM payments p WHERE p.external_id = c.external_id)
+ ORDER BY c.claimed_at;
+
+-- unconfirmed_claims --
+SELECT c.* FROM payment_claims c
+ WHERE NOT EXISTS (SELECT 1 FROM payments p WHERE p.external_id = c.external_id)
+ ORDER BY c.claimed_at;
+
+-- provider_position --
+SELECT position FROM provider_cursor WHERE provider = %(provider)s;
+
+-- list_reversals --
+SELECT * FROM payment_reversals ORDER BY reversed_at, external_id;
+
+-- unsettled_referral --
+-- Locked: two confirmations of the invited user's first order settle it once.
+SELECT * FROM referrals WHERE invitee = %(invitee)s AND outcome IS NULL FOR UPDATE;
+
+-- rewarded_referrals --
+-- The inviter's account row is locked before this is read, so two invitees' first orders
+-- count each other and a cap holds exactly.
+SELECT count(*) AS total, count(*) FILTER (WHERE settled_at > %(since)s) AS last_day
+  FROM referrals WHERE inviter = %(inviter)s AND outcome = 'rewarded';

@@ -146,14 +146,62 @@ refunds = Table(
     CheckConstraint("state IN ('pending', 'done', 'refused')", name="state"),
 )
 
+payment_claims = Table(
+    "payment_claims",
+    metadata,
+    Column("external_id", Text, primary_key=True),
+    Column("user_id", BigInteger, nullable=False),
+    Column("paid_amount", Integer, nullable=False),
+    Column("currency", Text, nullable=False),
+    Column("invoice_payload", Text, nullable=True),
+    Column("node", Text, nullable=True),  # the edge that reported it
+    _at("claimed_at"),
+    Index(None, "claimed_at"),
+)
+
+provider_charges = Table(  # the payment provider's charges, as far as its list was read
+    "provider_charges",
+    metadata,
+    Column("external_id", Text, primary_key=True),
+    Column("user_id", BigInteger, nullable=False),
+    Column("paid_amount", Integer, nullable=False),
+    Column("currency", Text, nullable=False),
+    Column("invoice_payload", Text, nullable=True),
+    _at("read_at"),
+)
+
+provider_cursor = Table(
+    "provider_cursor",
+    metadata,
+    Column("provider", Text, primary_key=True),
+    Column("position", BigInteger, nullable=False),
+    _at("read_at"),
+)
+
+payment_reversals = Table(
+    "payment_reversals",
+    metadata,
+    Column("external_id", Text, ForeignKey("payments.external_id"), primary_key=True),
+    Column("user_id", BigInteger, nullable=False),
+    Column("taken", Integer, nullable=False),
+    Column("owed", Integer, nullable=False),
+    Column("reason", Text, nullable=False),
+    _at("reversed_at"),
+    CheckConstraint("taken >= 0 AND owed >= 0", name="not_negative"),
+)
+
 referrals = Table(
     "referrals",
     metadata,
     Column("invitee", BigInteger, ForeignKey("coin_accounts.user_id"), primary_key=True, autoincrement=False),
     Column("inviter", BigInteger, ForeignKey("coin_accounts.user_id"), nullable=False),
     _at("at"),
+    Column("outcome", Text, nullable=True),  # null until the invited user's first order
+    _at("settled_at", nullable=True),
     CheckConstraint("invitee <> inviter", name="not_self"),
+    CheckConstraint("outcome IS NULL OR outcome IN ('rewarded', 'capped')", name="outcome"),
     Index(None, "inviter"),
+    Index("ix_referrals_rewarded", "inviter", "settled_at", postgresql_where=text("outcome = 'rewarded'")),
 )
 
 coin_grants = Table(

@@ -15,10 +15,11 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres import mappers
+from videocopies.adapters.postgres.payment_claims import PostgresClaims, PostgresReversals, referral_from_row
 from videocopies.adapters.postgres.queries import sql
 from videocopies.application.errors import Conflict, ServiceBusy
 from videocopies.application.ports import GrantRecord, OutboxMessage, RefusedWrite
-from videocopies.domain.coins import CoinAccount, LotKind, Referral
+from videocopies.domain.coins import CoinAccount, InviterRewards, LotKind, Referral
 from videocopies.domain.jobs import Job, LeaseLossReason, LeaseLost
 from videocopies.domain.orders import Order
 from videocopies.domain.payments import Payment, Refund
@@ -31,7 +32,9 @@ _IDLE = psycopg.pq.TransactionStatus.IDLE
 
 def _account_snapshot(account: CoinAccount) -> dict[str, Any]:
     return {
-        "lots": {lot.lot_id: (lot.available, lot.debited, lot.expired, lot.refunded) for lot in account.lots},
+        "lots": {
+            lot.lot_id: (lot.available, lot.debited, lot.expired, lot.refunded, lot.expires_at) for lot in account.lots
+        },
         "reservations": {
             r.order_id: (r.debited, r.released, r.open, tuple(h.held for h in r.holds), frozenset(r.debit_keys))
             for r in account.reservations.values()
@@ -160,8 +163,11 @@ class PostgresAccounts:
             was = before["lots"].get(lot.lot_id)
             if was is None:
                 out.append(("insert_lot", mappers.lot_params(user_id, lot)))
-            elif was != (lot.available, lot.debited, lot.expired, lot.refunded):
-                out.append(("update_lot", mappers.lot_change_params(lot)))
+            else:
+                if was[:4] != (lot.available, lot.debited, lot.expired, lot.refunded):
+                    out.append(("update_lot", mappers.lot_change_params(lot)))
+                if was[4] != lot.expires_at:  # a reversed lot ends (migration 0018)
+                    out.append(("end_lot", {"lot_id": lot.lot_id, "expires_at": lot.expires_at}))
         for r in account.reservations.values():
             was = before["reservations"].get(r.order_id)
             params = {
@@ -360,6 +366,19 @@ class PostgresReferrals:
         params = {"invitee": referral.invitee, "inviter": referral.inviter, "at": referral.at}
         self._uow.late.append(("insert_referral", params))
 
+    async def unsettled(self, invitee: UserId) -> Referral | None:
+        row = await self._uow.fetchone("unsettled_referral", {"invitee": invitee})
+        return None if row is None else referral_from_row(row)
+
+    async def rewarded(self, inviter: UserId, since: datetime) -> InviterRewards:
+        row = await self._uow.fetchone("rewarded_referrals", {"inviter": inviter, "since": since})
+        return InviterRewards(int(row["total"]), int(row["last_day"])) if row else InviterRewards(0, 0)
+
+    async def settle(self, referral: Referral) -> None:
+        outcome = referral.outcome.value if referral.outcome else None
+        params = {"invitee": referral.invitee, "outcome": outcome, "settled_at": referral.settled_at}
+        self._uow.late.append(("settle_referral", params))
+
 
 class PostgresGrants:
     def __init__(self, uow: PostgresUnitOfWork) -> None:
@@ -460,6 +479,8 @@ class PostgresUnitOfWork:
         self.receipts = PostgresReceipts(self)
         self.payments = PostgresPayments(self)
         self.refunds = PostgresRefunds(self)
+        self.claims = PostgresClaims(self)
+        self.reversals = PostgresReversals(self)
         self.referrals = PostgresReferrals(self)
         self.grants = PostgresGrants(self)
         self.refusals = PostgresRefusals(self)

@@ -6,7 +6,7 @@ aiogram is imported only when a provider is used: importing it costs about 3 s o
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from videocopies.application.errors import ProviderNotConfigured, ProviderUnavailable, RefundRefused
@@ -40,6 +40,22 @@ class TelegramPaymentProvider:
                 return
             offset += len(page.transactions)
 
+    async def since(self, position: int) -> tuple[Sequence[ProviderTransaction], int]:
+        """getStarTransactions lists in chronological order, so the transactions after the
+        first `position` are what came since; other Stars movements count but are left out."""
+        from aiogram.exceptions import TelegramNetworkError, TelegramRetryAfter, TelegramServerError
+
+        found: list[ProviderTransaction] = []
+        while True:
+            try:
+                page = await self._bot.get_star_transactions(offset=position, limit=self._page)
+            except (TelegramNetworkError, TelegramServerError, TelegramRetryAfter) as error:
+                raise ProviderUnavailable(f"getStarTransactions: {error}") from error
+            found += [tx for tx in map(_from_user, page.transactions) if tx is not None]
+            position += len(page.transactions)
+            if len(page.transactions) < self._page:
+                return found, position
+
     async def refund(self, user_id: UserId, external_id: str) -> None:
         from aiogram.exceptions import TelegramBadRequest, TelegramNetworkError, TelegramRetryAfter, TelegramServerError
 
@@ -72,6 +88,9 @@ class UnconfiguredPaymentProvider:
     async def transactions(self) -> AsyncIterator[ProviderTransaction]:
         raise ProviderNotConfigured("no payment provider: set VIDEOCOPIES_BOT_TOKEN for core")
         yield  # pragma: no cover - makes this an async generator
+
+    async def since(self, position: int) -> tuple[Sequence[ProviderTransaction], int]:
+        raise ProviderNotConfigured("no payment provider: set VIDEOCOPIES_BOT_TOKEN for core")
 
     async def refund(self, user_id: UserId, external_id: str) -> None:
         raise ProviderNotConfigured("no payment provider: set VIDEOCOPIES_BOT_TOKEN for core")

@@ -95,7 +95,7 @@ class Conversation:
     confirm_order: uc.ConfirmOrder
     cancel_order: uc.CancelOrder
     settings: BotSettings = BotSettings()
-    credit_payment: uc.CreditPayment | None = None
+    credit_payment: uc.TakePayment | uc.CreditPayment | None = None
     reward_referral: uc.RewardReferral | None = None
     packages: PackageCatalog = DEFAULT_PACKAGES
     # Users this process stored as they are now: most events need no write to remember them.
@@ -324,7 +324,8 @@ class Conversation:
         # A cancelled order announces itself (order_closed, written with the refund).
 
     async def _referral(self, user: BotUser, argument: str, first_contact: bool) -> int:
-        """A new user who came through an invite link: both sides get the referral bonus.
+        """A new user who came through an invite link: the referral is recorded, and both sides
+        get the bonus with this user's first confirmed order (the amount is announced now).
         Anyone else (or a bad link) simply starts; the refusal is not the user's concern."""
         inviter = parse_invite(argument)
         if inviter is None or not first_contact or self.reward_referral is None:
@@ -342,13 +343,15 @@ class Conversation:
         replies.screen("packages", packages=[[p.stars, p.coins] for p in self.packages.packages])
 
     async def _paid(self, user: BotUser, paid: PaidInvoice, replies: _Replies) -> None:
-        """Credit the coins once per charge; the 'coins credited' screen is written with them.
-        A repeated or late notification (reconciliation credited it already) says nothing."""
+        """Credit the coins once per charge (where the provider can be asked, once it lists the
+        charge); the 'coins credited' screen is written with them. A repeated or late
+        notification (reconciliation credited it already) says nothing."""
         coins = self.packages.coins_for(paid.invoice_payload, paid.total_amount, paid.currency)
         if coins is None or self.credit_payment is None:
             replies.screen("payment_unmatched", stars=paid.total_amount)
             return
-        command = uc.CreditPaymentCommand(paid.charge_id, user.user_id, coins, paid.total_amount, paid.currency)
+        command = uc.CreditPaymentCommand(paid.charge_id, user.user_id, coins, paid.total_amount, paid.currency,
+                                          paid.invoice_payload, paid.node)
         try:
             await self.credit_payment(command)
         except PaymentMismatch:

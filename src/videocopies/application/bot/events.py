@@ -74,6 +74,7 @@ class PaidInvoice:
     total_amount: int
     currency: str
     invoice_payload: str
+    node: str | None = None  # the edge node that reported it (core sets this, not edge)
 
 
 @attrs.frozen

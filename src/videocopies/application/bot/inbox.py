@@ -53,6 +53,9 @@ class Inbox(Protocol):
         """Edge fetched (or could not fetch) the file of a waiting video event; its user is
         free to be handled at once. False when no such event waits."""
         ...
+    async def waiting_for_file(self, update_id: int, user_id: UserId) -> bool:
+        """This user's video event is stored and still waits for its file (edge may put its source)."""
+        ...
     async def fetching(self, limit: int) -> Sequence[InboxEvent]:
         """Video events still waiting for their file, oldest first (for an edge that starts)."""
         ...

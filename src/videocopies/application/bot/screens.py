@@ -45,7 +45,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "welcome": "Hi{name}! Send me a short video and I will make 1, 5 or 10 slightly different copies "
                    "for Reels, Shorts and TikTok.\nYou have {available} coins.{bonus}",
         "bonus": "\nA welcome gift of {amount} coins is yours.",
-        "referral": "\nYou came with a friend's invite: {amount} more coins.",
+        "referral": "\nYou came with a friend's invite: your first order brings you {amount} more coins.",
         "packages": "Buy coins with Telegram Stars:",
         "package_button": "{coins} coins — {stars} ⭐",
         "buy_button": "Buy coins",
@@ -59,9 +59,13 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "refunded": "Your purchase of {coins} coins was refunded: {stars} Stars are on their way back.",
         "coins_granted": "You were given {amount} coins{reason}.",
         "coins_expired": "{amount} coins expired.",
-        "referral_rewarded": "A friend joined through your invite: {amount} coins are yours.",
-        "invite": "Invite friends with your code ref_{user_id}: a friend who opens the bot through "
-                  "t.me/<bot>?start=ref_{user_id} gets {amount} coins, and so do you.",
+        "referral_rewarded": "A friend you invited placed their first order: {amount} coins are yours.",
+        "referral_invitee_rewarded": "Your first order with a friend's invite: {amount} coins are yours.",
+        "payment_confirming": "Payment of {stars} Stars received: your coins follow as soon as Telegram confirms it.",
+        "payment_reversed": "A payment of {stars} Stars was not confirmed by Telegram: its {coins} coins were "
+                            "taken back.",
+        "invite": "Invite friends with your code ref_{user_id}: when a friend who opens the bot through "
+                  "t.me/<bot>?start=ref_{user_id} places a first order, they get {amount} coins, and so do you.",
         "help": "Send a video (up to {max_mb} MB and {max_s} seconds), choose how many copies, confirm the price. "
                 "Each copy arrives as soon as it is ready; cancel at any time and pay only for what you got.\n"
                 "/balance — your coins\n/history — your orders\n/buy — buy coins\n/invite — invite friends",
@@ -121,7 +125,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "welcome": "Привет{name}! Пришлите короткое видео, и я сделаю 1, 5 или 10 слегка разных копий "
                    "для Reels, Shorts и TikTok.\nНа вашем счёте {available} монет.{bonus}",
         "bonus": "\nВам подарок: {amount} монет.",
-        "referral": "\nВы пришли по приглашению друга: ещё {amount} монет.",
+        "referral": "\nВы пришли по приглашению друга: первый заказ принесёт вам ещё {amount} монет.",
         "packages": "Купить монеты за Telegram Stars:",
         "package_button": "{coins} монет — {stars} ⭐",
         "buy_button": "Купить монеты",
@@ -135,9 +139,12 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "refunded": "Покупка {coins} монет возвращена: {stars} Stars вернутся к вам.",
         "coins_granted": "Вам начислено {amount} монет{reason}.",
         "coins_expired": "Сгорело монет: {amount}.",
-        "referral_rewarded": "Друг пришёл по вашему приглашению: вам {amount} монет.",
-        "invite": "Приглашайте друзей кодом ref_{user_id}: друг, открывший бота по ссылке "
-                  "t.me/<bot>?start=ref_{user_id}, получит {amount} монет, и вы тоже.",
+        "referral_rewarded": "Приглашённый вами друг сделал первый заказ: вам {amount} монет.",
+        "referral_invitee_rewarded": "Первый заказ по приглашению друга: вам {amount} монет.",
+        "payment_confirming": "Оплата {stars} Stars получена: монеты начислим, как только Telegram её подтвердит.",
+        "payment_reversed": "Оплата {stars} Stars не подтверждена Telegram: её {coins} монет списаны.",
+        "invite": "Приглашайте друзей кодом ref_{user_id}: когда друг, открывший бота по ссылке "
+                  "t.me/<bot>?start=ref_{user_id}, сделает первый заказ, он получит {amount} монет, и вы тоже.",
         "help": "Пришлите видео (до {max_mb} МБ и {max_s} секунд), выберите число копий, подтвердите цену. "
                 "Каждая копия приходит, как только готова; отменить можно в любой момент — "
                 "оплачиваются только полученные копии.\n/balance — ваши монеты\n/history — ваши заказы\n"

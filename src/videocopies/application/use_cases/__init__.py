@@ -24,12 +24,14 @@ from videocopies.application.use_cases.lease_writes import (
     RenewLeaseCommand,
 )
 from videocopies.application.use_cases.payments import (
+    ConfirmPayments,
     CreditPayment,
     CreditPaymentCommand,
     ReconcilePayments,
     ReconciliationResult,
     RefundPayment,
     RefundPaymentCommand,
+    TakePayment,
 )
 from videocopies.application.use_cases.quote_order import QuoteOrder, QuoteOrderCommand
 from videocopies.application.use_cases.record_delivery import GiveUpDelivery, RecordDelivery, RecordDeliveryCommand
@@ -44,12 +46,12 @@ from videocopies.application.use_cases.undeliverable import (
 __all__ = [
     "AcknowledgeCancel", "CancelOrder", "CancelOrderCommand", "CheckpointCopy",
     "CheckpointCopyCommand", "ClaimJob", "ClaimJobCommand", "ClaimedJob", "CompleteJob",
-    "CompleteJobCommand", "ConfirmOrder", "ConfirmOrderCommand", "CreditPayment",
+    "CompleteJobCommand", "ConfirmOrder", "ConfirmOrderCommand", "ConfirmPayments", "CreditPayment",
     "CreditPaymentCommand", "ExpireCoins", "ExpireLeases", "FailJob", "FailJobCommand",
     "GiveUpCopy", "GiveUpCopyCommand",
     "GiveUpDelivery", "GiveUpMessages", "GrantCoins", "GrantCoinsCommand", "Granted", "HeldJobView",
     "InspectHeldJob", "QuoteOrder",
     "QuoteOrderCommand", "ReconcilePayments", "ReconciliationResult", "RefundPayment", "RefundPaymentCommand",
-    "QueuedMessage", "RewardReferral", "StopServingUser", "StopServingUserCommand", "Stopped",
+    "QueuedMessage", "RewardReferral", "StopServingUser", "StopServingUserCommand", "Stopped", "TakePayment",
     "RecordDelivery", "RecordDeliveryCommand", "RenewLease", "RenewLeaseCommand",
 ]

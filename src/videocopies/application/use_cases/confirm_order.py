@@ -7,6 +7,8 @@ import attrs
 from videocopies.application.errors import ServiceBusy
 from videocopies.application.ports import Clock, Ids, Notifier, OutboxMessage
 from videocopies.application.use_cases._common import UowFactory, load_account, load_order
+from videocopies.application.use_cases.grants import reward_first_order
+from videocopies.domain.coins import GrantRules
 from videocopies.domain.effects import plan_copies
 from videocopies.domain.jobs import make_job
 from videocopies.domain.pricing import PricingPolicy, QuoteKeys
@@ -26,8 +28,8 @@ class ConfirmOrderCommand:
 
 class ConfirmOrder:
     """One transaction: the quote is checked and used, coins are reserved from the user's
-    lots, a capacity slot is taken, and the job with its effects plans is queued.
-    Only this user's rows are locked."""
+    lots, a capacity slot is taken, and the job with its effects plans is queued. Only this
+    user's rows are locked, and their inviter's when this first order settles a referral."""
 
     def __init__(
         self,
@@ -38,10 +40,11 @@ class ConfirmOrder:
         keys: QuoteKeys,
         notifier: Notifier,
         max_attempts: int = 3,
+        grants: GrantRules | None = None,  # None: referrals are not settled here
     ) -> None:
         self._uow, self._clock, self._ids = uow, clock, ids
         self._policy, self._keys, self._notifier = policy, keys, notifier
-        self._max_attempts = max_attempts
+        self._max_attempts, self._grants = max_attempts, grants
 
     async def __call__(self, cmd: ConfirmOrderCommand) -> OrderId:
         now = self._clock.now()
@@ -59,6 +62,8 @@ class ConfirmOrder:
                 self._ids.job_id(), order.order_id, plans, now, self._max_attempts, order.quote.source_bytes
             )
             await uow.jobs.add(job)
+            if self._grants is not None:
+                await reward_first_order(uow, cmd.user_id, self._grants, now)
             if cmd.announce is not None:
                 await uow.outbox.add(cmd.announce)
             await uow.commit()

@@ -1,19 +1,25 @@
-"""Referral bonuses: the invited user and the one who invited them each get coins, once."""
+"""Referral bonuses: the invited user and the one who invited them each get coins, once,
+when the invited user confirms a first order, and an inviter only up to the caps."""
 
 from __future__ import annotations
 
-from videocopies.application.ports import Clock, GrantRecord, OutboxMessage
+from datetime import datetime, timedelta
+
+from videocopies.application.ports import Clock, GrantRecord, OutboxMessage, UnitOfWork
 from videocopies.application.use_cases._common import UowFactory, load_account
-from videocopies.domain.coins import GrantRules, LotKind, Referral
+from videocopies.domain.coins import GrantRules, LotKind, Referral, ReferralOutcome
 from videocopies.domain.shared import UserId
+
+_DAY = timedelta(days=1)
 
 MAX_CHAIN = 100  # how far up the invitation chain a loop is looked for
 
 
 class RewardReferral:
-    """A new user who came through another user's invite link: both get the referral bonus
-    in one transaction. Nobody invites themselves, a user is invited once, and no chain of
-    invitations may lead back to the invited user."""
+    """A new user who came through another user's invite link: the referral is recorded, and
+    nothing is given yet (a fake account would cost nothing); the invited user's first
+    confirmed order settles it (`reward_first_order`). Nobody invites themselves, a user is
+    invited once, and no chain of invitations may lead back to the invited user."""
 
     def __init__(self, uow: UowFactory, clock: Clock, rules: GrantRules) -> None:
         self._uow, self._clock, self._rules = uow, clock, rules
@@ -37,20 +43,36 @@ class RewardReferral:
                 invitee, inviter, now, inviter_known=inviter_account is not None,
                 invited_before_by=await uow.referrals.inviter_of(invitee), inviter_chain=chain,
             )
-            assert inviter_account is not None
+            await load_account(uow, invitee, create=True)  # the referral names both accounts
             await uow.referrals.add(referral)
-            amount, expires_at = self._rules.referral_bonus, self._rules.expires_at(LotKind.REFERRAL, now)
-            if amount > 0:
-                invitee_account = await load_account(uow, invitee, create=True)
-                for account, lot_id, why in (
-                    (invitee_account, referral.invitee_lot, f"invited by {inviter}"),
-                    (inviter_account, referral.inviter_lot, f"invited {invitee}"),
-                ):
-                    account.grant(lot_id, LotKind.REFERRAL, amount, now, expires_at)
-                    await uow.grants.add(
-                        GrantRecord(lot_id, account.account_id, LotKind.REFERRAL, amount, "referral", why, now)
-                    )
-                payload = {"screen": "referral_rewarded", "amount": amount}
-                await uow.outbox.add(OutboxMessage(inviter, "screen", payload, f"ref:{invitee}:inviter"))
             await uow.commit()
         return referral
+
+
+async def reward_first_order(uow: UnitOfWork, invitee: UserId, rules: GrantRules, now: datetime) -> None:
+    """Inside the transaction that confirms `invitee`'s order (their account already locked):
+    a referral still waiting for this first order is settled. Both sides get the bonus unless
+    the inviter is at a cap; the inviter's account is locked before counting, so two invitees
+    ordering at once never both slip under a cap. Locks go invitee, then inviter: up the
+    invitation tree, which has no loops."""
+    referral = await uow.referrals.unsettled(invitee)
+    if referral is None:
+        return
+    await uow.prefetch(accounts=[referral.inviter])
+    rewarded = await uow.referrals.rewarded(referral.inviter, now - _DAY)
+    settled = referral.settle(rewarded, rules.referral_caps, now)
+    invitee_account = await load_account(uow, invitee, create=True)
+    inviter_account = await load_account(uow, referral.inviter)
+    already = any(lot.lot_id == referral.invitee_lot for lot in invitee_account.lots)  # rewarded at arrival
+    amount, expires_at = rules.referral_bonus, rules.expires_at(LotKind.REFERRAL, now)
+    if settled.outcome is ReferralOutcome.REWARDED and amount > 0 and not already:
+        for account, lot_id, why, screen in (
+            (invitee_account, referral.invitee_lot, f"invited by {referral.inviter}", "referral_invitee_rewarded"),
+            (inviter_account, referral.inviter_lot, f"invited {invitee}", "referral_rewarded"),
+        ):
+            account.grant(lot_id, LotKind.REFERRAL, amount, now, expires_at)
+            record = GrantRecord(lot_id, account.account_id, LotKind.REFERRAL, amount, "referral", why, now)
+            await uow.grants.add(record)
+            payload = {"screen": screen, "amount": amount}
+            await uow.outbox.add(OutboxMessage(account.account_id, "screen", payload, str(lot_id)))
+    await uow.referrals.settle(settled)

@@ -1,24 +1,35 @@
-"""Coins bought with an external payment: credited once per transaction id, refunded on an
-operator's word while unspent, and reconciled with the provider's own list."""
+"""Coins bought with an external payment: credited once per transaction id (where the
+provider can be asked, only for a charge it lists), refunded on an operator's word while
+unspent, and reconciled with the provider's own list (a payment it does not know reversed)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 
 import attrs
 
-from videocopies.application.errors import Conflict, NotFound, ProviderUnavailable, RefundRefused
+from videocopies.application.errors import (
+    Conflict,
+    NotFound,
+    ProviderNotConfigured,
+    ProviderUnavailable,
+    RefundRefused,
+)
 from videocopies.application.ports import Clock, OutboxMessage, PaymentProvider
 from videocopies.application.use_cases._common import UowFactory, load_account
 from videocopies.domain.coins import LotExists
 from videocopies.domain.payments import (
     Payment,
+    PaymentClaim,
     ProviderTransaction,
     ReconciliationReport,
     Refund,
     RefundState,
+    Reversal,
     reconcile,
+    to_reverse,
 )
 from videocopies.domain.shared import UserId
 
@@ -30,6 +41,8 @@ class CreditPaymentCommand:
     coins: int
     paid_amount: int
     currency: str
+    invoice_payload: str | None = None
+    node: str | None = None  # the edge node that reported the payment, when it came from one
 
 
 class CreditPayment:
@@ -63,6 +76,90 @@ class CreditPayment:
             await uow.outbox.add(OutboxMessage(cmd.user_id, "screen", payload, f"paid:{cmd.external_id}"))
             await uow.commit()
         return True
+
+
+class ConfirmPayments:
+    """Reads what the provider listed since the last read (a cursor into its chronological
+    list), and credits every claim whose charge it lists, on the provider's terms: its user,
+    its amount and the offer paid for, never what the claim said."""
+
+    def __init__(
+        self, uow: UowFactory, provider: PaymentProvider, credit: CreditPayment,
+        coins_for: Callable[[str | None, int, str], int | None],
+    ) -> None:
+        self._uow, self._provider, self._credit, self._coins_for = uow, provider, credit, coins_for
+
+    async def __call__(self) -> tuple[str, ...]:
+        """The external ids credited. Raises ProviderNotConfigured (no provider) or
+        ProviderUnavailable, before anything is written."""
+        async with self._uow() as uow:
+            position = await uow.claims.cursor()
+        charges, position = await self._provider.since(position)  # no transaction open meanwhile
+        async with self._uow() as uow:
+            await uow.claims.record(charges, position)
+            await uow.commit()
+        async with self._uow() as uow:
+            confirmable = await uow.claims.confirmable()
+        credited = []
+        for _claim, tx in confirmable:
+            coins = self._coins_for(tx.payload, tx.paid_amount, tx.currency)
+            if coins is None:
+                continue  # no package matches: reconciliation reports it as uncreditable
+            if await self._credit(CreditPaymentCommand(tx.external_id, tx.user_id, coins, tx.paid_amount, tx.currency)):
+                credited.append(tx.external_id)
+        return tuple(credited)
+
+
+class TakePayment:
+    """A payment edge reported (Telegram's successful_payment). An edge token can report any
+    charge id for any user, so where the provider can be asked the report is only a claim:
+    coins come when the provider lists the charge, looked up at once and again after short
+    waits (a list may lag its notice); a claim it never lists stays unconfirmed, for the panel.
+    With no provider configured, the payment is credited at once, as the notice says; a
+    reconciliation run where the provider is reachable reverses it if the provider does not know it."""
+
+    def __init__(
+        self, uow: UowFactory, clock: Clock, credit: CreditPayment, confirm: ConfirmPayments,
+        waits: tuple[float, ...] = (0.0, 0.3, 1.0),
+    ) -> None:
+        self._uow, self._clock, self._credit, self._confirm, self._waits = uow, clock, credit, confirm, waits
+
+    async def __call__(self, cmd: CreditPaymentCommand) -> bool:
+        """True when this call credited the payment."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            known = await uow.payments.get(cmd.external_id)
+            if known is None:
+                await uow.claims.add(PaymentClaim(
+                    cmd.external_id, cmd.user_id, cmd.paid_amount, cmd.currency, cmd.invoice_payload, cmd.node, now,
+                ))
+                await uow.commit()
+        if known is not None:  # a repeated notice, or reconciliation was first: it must say the same
+            known.same_terms(Payment(cmd.external_id, cmd.user_id, cmd.coins, cmd.paid_amount, cmd.currency, now))
+            return False
+        for wait in self._waits:
+            await asyncio.sleep(wait)
+            try:
+                credited = await self._confirm()
+            except ProviderNotConfigured:
+                return await self._credit(cmd)
+            except ProviderUnavailable:
+                await self._confirming(cmd)
+                return False
+            if cmd.external_id in credited:
+                return True
+            async with self._uow() as uow:
+                if await uow.payments.get(cmd.external_id) is not None:
+                    return False  # another core confirmed it
+        return False
+
+    async def _confirming(self, cmd: CreditPaymentCommand) -> None:
+        """The provider cannot be asked now: the user hears the payment arrived, and the coins
+        follow when reconciliation finds the charge."""
+        async with self._uow() as uow:
+            payload = {"screen": "payment_confirming", "stars": cmd.paid_amount}
+            await uow.outbox.add(OutboxMessage(cmd.user_id, "screen", payload, f"confirming:{cmd.external_id}"))
+            await uow.commit()
 
 
 @attrs.frozen
@@ -131,6 +228,23 @@ class ReconciliationResult:
     uncreditable: tuple[str, ...]  # provider amounts that match no coin package
     refunds_finished: tuple[str, ...] = ()
     refunds_failed: tuple[tuple[str, str], ...] = ()  # (external id, why), still to be looked at
+    reversed: tuple[Reversal, ...] = ()  # credited payments the provider does not know, taken back now
+    reversed_before: tuple[str, ...] = ()  # taken back by an earlier run
+    unconfirmed: tuple[PaymentClaim, ...] = ()  # claims edge made that the provider does not list
+
+    @property
+    def unexplained(self) -> tuple[Payment, ...]:
+        """Payments the provider does not know that are not reversed (yet)."""
+        done = {*self.reversed_before, *(r.external_id for r in self.reversed)}
+        return tuple(p for p in self.report.unknown if p.external_id not in done)
+
+    @property
+    def needs_attention(self) -> bool:
+        r = self.report
+        return bool(
+            self.uncreditable or self.refunds_failed or r.mismatched or self.unexplained or r.refunded_elsewhere
+            or self.reversed or self.unconfirmed
+        )
 
     def lines(self) -> list[str]:
         """The report as an operator reads it."""
@@ -138,7 +252,11 @@ class ReconciliationResult:
         out = [
             f"credited: {len(self.credited)} {' '.join(self.credited)}".rstrip(),
             f"uncreditable (no package matches): {' '.join(self.uncreditable) or '-'}",
-            f"unknown to the provider: {' '.join(p.external_id for p in r.unknown) or '-'}",
+            f"unknown to the provider: {' '.join(p.external_id for p in self.unexplained) or '-'}",
+            "reversed (unknown to the provider): "
+            + (" ".join(f"{v.external_id} ({v.taken} taken back, {v.owed} owed)" for v in self.reversed) or "-"),
+            "unconfirmed claims: "
+            + (" ".join(f"{c.external_id} (user {c.user_id}, from {c.node or '?'})" for c in self.unconfirmed) or "-"),
             f"mismatched: {' '.join(tx.external_id for tx, _ in r.mismatched) or '-'}",
             f"refunds finished: {' '.join(self.refunds_finished) or '-'}",
             f"refunds failed: {' '.join(f'{e} ({why})' for e, why in self.refunds_failed) or '-'}",
@@ -158,16 +276,26 @@ class ReconcilePayments:
         credit: CreditPayment,
         coins_for: Callable[[str | None, int, str], int | None],
         refunds: RefundPayment | None = None,
+        clock: Clock | None = None,
+        reverse_after: timedelta = timedelta(minutes=10),
     ) -> None:
+        """`reverse_after`: how old a payment the provider's list lacks must be before it is
+        reversed (the list is read before ours, and another machine's clock may run ahead).
+        No `clock`: nothing is reversed, only reported."""
         self._uow, self._provider, self._credit, self._coins_for = uow, provider, credit, coins_for
-        self._refunds = refunds
+        self._refunds, self._clock, self._reverse_after = refunds, clock, reverse_after
 
     async def __call__(self) -> ReconciliationResult:
+        listed_at = self._clock.now() if self._clock is not None else None
         provider: list[ProviderTransaction] = [tx async for tx in self._provider.transactions()]
         async with self._uow() as uow:
             ours = list(await uow.payments.list())
             refunds = {r.external_id: r for r in await uow.refunds.list()}
+            reversed_before = tuple(r.external_id for r in await uow.reversals.list())
+            claims = await uow.claims.unconfirmed()
         report = reconcile(provider, ours, refunds.values())
+        charged = {tx.external_id for tx in provider if not tx.refund}
+        unconfirmed = tuple(c for c in claims if c.external_id not in charged)
         credited, uncreditable = [], []
         for tx in report.missing:
             coins = self._coins_for(tx.payload, tx.paid_amount, tx.currency)
@@ -178,7 +306,30 @@ class ReconcilePayments:
             if await self._credit(command):
                 credited.append(tx.external_id)
         finished, failed = await self._finish_refunds(report, refunds)
-        return ReconciliationResult(report, tuple(credited), tuple(uncreditable), finished, failed)
+        reversals: list[Reversal] = []
+        if listed_at is not None:
+            due = to_reverse(report.unknown, reversed_before, refunds, listed_at - self._reverse_after)
+            reversals = [r for p in due if (r := await self._reverse(p)) is not None]
+        return ReconciliationResult(
+            report, tuple(credited), tuple(uncreditable), finished, failed, tuple(reversals), reversed_before,
+            unconfirmed,
+        )
+
+    async def _reverse(self, payment: Payment) -> Reversal | None:
+        """Take back what is left of the payment's coins, in one transaction with its record and
+        the user's message; the payment row stays."""
+        assert self._clock is not None
+        now = self._clock.now()
+        async with self._uow() as uow:
+            if any(r.external_id == payment.external_id for r in await uow.reversals.list()):
+                return None  # another run was first
+            account = await load_account(uow, payment.user_id)
+            reversal = Reversal.of(payment, account, "unknown to the payment provider", now)
+            await uow.reversals.add(reversal)
+            payload = {"screen": "payment_reversed", "stars": payment.paid_amount, "coins": reversal.taken}
+            await uow.outbox.add(OutboxMessage(payment.user_id, "screen", payload, f"reversed:{payment.external_id}"))
+            await uow.commit()
+        return reversal
 
     async def _finish_refunds(
         self, report: ReconciliationReport, refunds: dict[str, Refund]

@@ -23,8 +23,12 @@ from videocopies.domain.coins.events import (
 from videocopies.domain.coins.grants import (
     AlreadyReferred,
     GrantRules,
+    InviterRewards,
     Referral,
+    ReferralCaps,
     ReferralLoop,
+    ReferralOutcome,
+    ReferralSettled,
     SelfReferral,
     UnknownInviter,
     parse_invite,
@@ -35,7 +39,7 @@ from videocopies.domain.coins.reservation import Hold, Reservation
 __all__ = [
     "AlreadyReferred", "Balance", "CoinAccount", "CoinLot", "CoinsDebited", "CoinsExpired", "CoinsGranted",
     "CoinsRefunded", "CoinsReleased", "CoinsReserved", "DebitExceedsReservation", "GrantRules", "Hold",
-    "InsufficientCoins", "InvalidAmount", "LotExists", "LotKind", "LotNotFound", "LotNotRefundable", "Referral",
-    "ReferralLoop", "Reservation", "ReservationClosed", "ReservationExists", "ReservationNotFound", "SelfReferral",
-    "UnknownInviter", "parse_invite",
+    "InsufficientCoins", "InvalidAmount", "InviterRewards", "LotExists", "LotKind", "LotNotFound", "LotNotRefundable",
+    "Referral", "ReferralCaps", "ReferralLoop", "ReferralOutcome", "ReferralSettled", "Reservation",
+    "ReservationClosed", "ReservationExists", "ReservationNotFound", "SelfReferral", "UnknownInviter", "parse_invite",
 ]

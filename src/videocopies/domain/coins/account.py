@@ -189,6 +189,20 @@ class CoinAccount:
             self._changed(CoinsGranted(self.account_id, lot_id, back))
         return back
 
+    def take_back(self, lot_id: LotId, now: datetime) -> int:
+        """A lot that should never have been granted (a payment the provider does not know):
+        its available coins leave the account (counted with the refunded), and the lot ends now,
+        so coins an order still holds come back to it as expired, never spendable again.
+        Returns the coins taken; what was spent or is held stays as it is."""
+        lot = self._lot(lot_id)
+        taken = lot.available if not lot.is_expired(now) else 0
+        lot.available -= taken
+        lot.refunded += taken
+        if lot.expires_at is None or lot.expires_at > now:
+            lot.expires_at = now
+        self._changed(CoinsRefunded(self.account_id, lot_id, taken))
+        return taken
+
     def balance(self, now: datetime) -> Balance:
         """The account as the user sees it at `now`; coins of a lot past its expiry count
         as expired even before the sweep moves them."""

@@ -1,5 +1,6 @@
 """Payments: coin packages, crediting purchases once per external id, refunds, reconciliation."""
 
+from videocopies.domain.payments.claim import PaymentClaim
 from videocopies.domain.payments.packages import (
     DEFAULT_PACKAGES,
     STARS,
@@ -16,9 +17,10 @@ from videocopies.domain.payments.payment import (
 )
 from videocopies.domain.payments.reconciliation import ReconciliationReport, reconcile
 from videocopies.domain.payments.refund import AlreadyRefunded, Refund, RefundState
+from videocopies.domain.payments.reversal import Reversal, to_reverse
 
 __all__ = [
-    "DEFAULT_PACKAGES", "STARS", "AlreadyRefunded", "CoinPackage", "OfferWithdrawn", "PackageCatalog", "Payment",
-    "PaymentForAnotherAccount", "PaymentMismatch", "ProviderTransaction", "ReconciliationReport", "Refund",
-    "RefundState", "parse_offer", "reconcile",
+    "AlreadyRefunded", "CoinPackage", "DEFAULT_PACKAGES", "OfferWithdrawn", "PackageCatalog", "Payment",
+    "PaymentClaim", "PaymentForAnotherAccount", "PaymentMismatch", "ProviderTransaction", "ReconciliationReport",
+    "Refund", "RefundState", "Reversal", "STARS", "parse_offer", "reconcile", "to_reverse",
 ]

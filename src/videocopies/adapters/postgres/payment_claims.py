@@ -1,0 +1,93 @@
+"""Payment claims, the provider's charges read so far, and reversals, in PostgreSQL. Their
+writes travel with the unit of work's commit (videocopies_apply, migration 0018)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from videocopies.domain.coins import Referral, ReferralOutcome
+from videocopies.domain.payments import PaymentClaim, ProviderTransaction, Reversal
+from videocopies.domain.shared import UserId
+
+PROVIDER = "stars"  # one provider, one cursor into its list
+
+Writes = list[tuple[str, Any]]
+
+
+class _Uow(Protocol):
+    pending: Writes
+    late: Writes
+
+    async def fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None: ...
+    async def fetchall(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
+
+
+def claim_from_row(row: dict[str, Any]) -> PaymentClaim:
+    return PaymentClaim(
+        row["external_id"], UserId(row["user_id"]), row["paid_amount"], row["currency"], row["invoice_payload"],
+        row["node"], row["claimed_at"],
+    )
+
+
+def referral_from_row(row: dict[str, Any]) -> Referral:
+    outcome = ReferralOutcome(row["outcome"]) if row.get("outcome") else None
+    return Referral(UserId(row["invitee"]), UserId(row["inviter"]), row["at"], outcome, row.get("settled_at"))
+
+
+class PostgresClaims:
+    def __init__(self, uow: _Uow) -> None:
+        self._uow = uow
+
+    async def add(self, claim: PaymentClaim) -> None:
+        self._uow.pending.append(("insert_claim", {
+            "external_id": claim.external_id, "user_id": claim.user_id, "paid_amount": claim.paid_amount,
+            "currency": claim.currency, "invoice_payload": claim.invoice_payload, "node": claim.node,
+            "claimed_at": claim.claimed_at,
+        }))
+
+    async def confirmable(self) -> Sequence[tuple[PaymentClaim, ProviderTransaction]]:
+        rows = await self._uow.fetchall("confirmable_claims", {})
+        return [
+            (claim_from_row(r), ProviderTransaction(
+                r["external_id"], UserId(r["charge_user_id"]), r["charge_amount"], r["charge_currency"],
+                r["charge_payload"],
+            ))
+            for r in rows
+        ]
+
+    async def unconfirmed(self) -> Sequence[PaymentClaim]:
+        return [claim_from_row(r) for r in await self._uow.fetchall("unconfirmed_claims", {})]
+
+    async def cursor(self) -> int:
+        row = await self._uow.fetchone("provider_position", {"provider": PROVIDER})
+        return int(row["position"]) if row else 0
+
+    async def record(self, charges: Sequence[ProviderTransaction], cursor: int) -> None:
+        now = datetime.now(UTC)
+        rows = [
+            {"external_id": tx.external_id, "user_id": tx.user_id, "paid_amount": tx.paid_amount,
+             "currency": tx.currency, "invoice_payload": tx.payload, "read_at": now}
+            for tx in charges if not tx.refund
+        ]
+        if rows:
+            self._uow.pending.append(("record_charges", rows))
+        self._uow.pending.append(("move_provider_cursor", {"provider": PROVIDER, "position": cursor, "read_at": now}))
+
+
+class PostgresReversals:
+    def __init__(self, uow: _Uow) -> None:
+        self._uow = uow
+
+    async def add(self, reversal: Reversal) -> None:
+        self._uow.late.append(("insert_reversal", {
+            "external_id": reversal.external_id, "user_id": reversal.user_id, "taken": reversal.taken,
+            "owed": reversal.owed, "reason": reversal.reason, "reversed_at": reversal.reversed_at,
+        }))
+
+    async def list(self) -> Sequence[Reversal]:
+        return [
+            Reversal(r["external_id"], UserId(r["user_id"]), r["taken"], r["owed"], r["reason"], r["reversed_at"])
+            for r in await self._uow.fetchall("list_reversals", {})
+        ]
