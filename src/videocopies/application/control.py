@@ -144,6 +144,30 @@ class PaymentView:
 
 
 @attrs.frozen
+class UnconfirmedPaymentView:
+    """A payment an edge reported that no credited payment answers (the provider has not
+    listed the charge): invented, or still waiting for the provider."""
+
+    external_id: str
+    user_id: int
+    paid_amount: int
+    currency: str
+    node: str | None
+    claimed_at: datetime
+
+
+@attrs.frozen
+class ReversedPaymentView:
+    """A credited payment the provider did not know, taken back; `owed` was already spent."""
+
+    external_id: str
+    user_id: int
+    taken: int
+    owed: int
+    reversed_at: datetime
+
+
+@attrs.frozen
 class ReconciliationView:
     """One recorded run of payment reconciliation, as the read model words it."""
 
@@ -200,6 +224,8 @@ class ControlReadModel(Protocol):
     async def user_orders(self, user_id: int, limit: int) -> Sequence[OrderView]: ...
     async def ledger(self, user_id: int) -> Ledger | None: ...
     async def payments(self, limit: int, user_id: int | None = None) -> Sequence[PaymentView]: ...
+    async def unconfirmed_payments(self, limit: int) -> Sequence[UnconfirmedPaymentView]: ...
+    async def reversed_payments(self, limit: int) -> Sequence[ReversedPaymentView]: ...
     async def reconciliations(self, limit: int) -> Sequence[ReconciliationView] | None:
         """None while the database records no reconciliation results at all."""
         ...

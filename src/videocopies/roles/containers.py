@@ -160,6 +160,7 @@ class UseCases(containers.DeclarativeContainer):
         uc.ConfirmPayments, uow=gateways.uow.provider, provider=gateways.payment_provider, credit=credit_payment,
         coins_for=settings.provided.packages.coins_for,
     )
+    payment_doubts = providers.Singleton(uc.PaymentDoubts, uow=gateways.uow.provider)
     # The bot's payment notices: claims the provider confirms, or credited as they come with no provider.
     take_payment = providers.Singleton(
         uc.TakePayment, uow=gateways.uow.provider, clock=gateways.clock, credit=credit_payment,

@@ -202,7 +202,7 @@ class Core:
         self.control = ControlApiServices(
             grant_coins=cases.grant_coins(), refund_payment=cases.refund_payment(),
             reconcile_payments=cases.reconcile_payments(), rules=container.settings().grants,
-            queued=self.outbox_news.queued,
+            queued=self.outbox_news.queued, payment_doubts=cases.payment_doubts(),
         )
         self.services = JobApiServices(
             authenticator=self.authenticator, waiters=self.waiters,

@@ -43,7 +43,8 @@ class Bot:
 
     async def order(self, user: BotUser) -> list[Screen]:
         """Send a video, ask for one copy, confirm: the screens of the confirmation."""
-        video = StoredVideo("file-1", 5_000_000, 12.0, 720, 1280, "video/mp4", f"sources/{user.user_id}/1.mp4", "0" * 64)
+        key = f"sources/{user.user_id}/1.mp4"
+        video = StoredVideo("file-1", 5_000_000, 12.0, 720, 1280, "video/mp4", key, "0" * 64)
         await self.send(user, "video", video=video)
         (quote,) = await self.screens(user, "button", data="n:1")
         return await self.screens(user, "button", data=quote.buttons[0][0].data)

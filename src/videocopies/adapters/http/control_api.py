@@ -16,9 +16,10 @@ from pydantic import BaseModel, Field
 
 from videocopies.adapters.http.api import IDENTIFIER, NO_NUL, _Body
 from videocopies.application import use_cases as uc
-from videocopies.application.errors import ProviderNotConfigured, ProviderUnavailable
+from videocopies.application.errors import NotFound, ProviderNotConfigured, ProviderUnavailable
 from videocopies.application.nodes import Node
 from videocopies.domain.coins import GrantRules, LotKind
+from videocopies.domain.payments import PaymentClaim, Reversal
 from videocopies.domain.shared import LotId, UserId
 
 CHARGE_ID = Annotated[str, Path(min_length=1, max_length=256, pattern=IDENTIFIER)]
@@ -31,6 +32,8 @@ class ControlApiServices:
     reconcile_payments: Callable[[], Awaitable[uc.ReconciliationResult]]
     rules: GrantRules
     queued: Callable[[], None] = lambda: None  # a message for the user was written
+    # Claims the provider has not confirmed, and reversals (None: this core lists none).
+    payment_doubts: Callable[[], Awaitable[tuple[list[PaymentClaim], list[Reversal]]]] | None = None
 
 
 class GrantIn(_Body):
@@ -60,10 +63,34 @@ class RefundOut(BaseModel):
     coins: int
 
 
+class UnconfirmedOut(BaseModel):
+    external_id: str
+    user_id: int
+    paid_amount: int
+    currency: str
+    node: str | None
+    claimed_at: str
+
+
+class ReversedOut(BaseModel):
+    external_id: str
+    user_id: int
+    taken: int
+    owed: int
+    reversed_at: str
+
+
+class DoubtsOut(BaseModel):
+    unconfirmed: list[UnconfirmedOut]
+    reversed: list[ReversedOut]
+
+
 class ReconcileOut(BaseModel):
     credited: list[str]
     uncreditable: list[str]
     unknown: list[str]
+    reversed: list[str] = []
+    unconfirmed: list[str] = []
     mismatched: list[str]
     refunds_finished: list[str]
     refunds_failed: list[str]
@@ -104,6 +131,22 @@ def add_control_routes(
         services.queued()
         return RefundOut(external_id=done.external_id, state=done.state.value, coins=done.coins)
 
+    @app.get("/v1/control/payments/doubts", tags=["control"])
+    async def doubts(_node: Operator) -> DoubtsOut:
+        """Payments an edge reported that the provider has not confirmed (no coins were given;
+        `node` is the edge that reported it), and credited payments reversed because the
+        provider did not know them (`owed`: coins already spent)."""
+        if services.payment_doubts is None:
+            raise NotFound("operation", "payment doubts")
+        claims, reversals = await services.payment_doubts()
+        return DoubtsOut(
+            unconfirmed=[UnconfirmedOut(external_id=c.external_id, user_id=c.user_id, paid_amount=c.paid_amount,
+                                        currency=c.currency, node=c.node, claimed_at=c.claimed_at.isoformat())
+                         for c in claims],
+            reversed=[ReversedOut(external_id=v.external_id, user_id=v.user_id, taken=v.taken, owed=v.owed,
+                                  reversed_at=v.reversed_at.isoformat()) for v in reversals],
+        )
+
     @app.post("/v1/control/payments/reconcile", tags=["control"])
     async def reconcile(_node: Operator) -> ReconcileOut:
         """Compare with the provider's list now: credit what was missed, finish pending refunds."""
@@ -116,7 +159,8 @@ def reconcile_out(result: uc.ReconciliationResult) -> ReconcileOut:
     r = result.report
     return ReconcileOut(
         credited=list(result.credited), uncreditable=list(result.uncreditable),
-        unknown=[p.external_id for p in r.unknown], mismatched=[tx.external_id for tx, _ in r.mismatched],
+        unknown=[p.external_id for p in result.unexplained], reversed=[v.external_id for v in result.reversed],
+        unconfirmed=[c.external_id for c in result.unconfirmed], mismatched=[tx.external_id for tx, _ in r.mismatched],
         refunds_finished=list(result.refunds_finished), refunds_failed=[e for e, _ in result.refunds_failed],
         refunded_elsewhere=[tx.external_id for tx in r.refunded_elsewhere], report=result.lines(),
     )

@@ -18,6 +18,8 @@ from videocopies.application.control import (
     PaymentView,
     QueueDepth,
     ReconciliationView,
+    ReversedPaymentView,
+    UnconfirmedPaymentView,
     UnreadableView,
 )
 
@@ -32,6 +34,8 @@ class InMemoryControlReadModel:
     ledgers: dict[int, Ledger] = attrs.Factory(dict)
     payment_views: list[PaymentView] = attrs.Factory(list)
     reconciliation_views: list[ReconciliationView] | None = None
+    unconfirmed_views: list[UnconfirmedPaymentView] = attrs.Factory(list)
+    reversed_views: list[ReversedPaymentView] = attrs.Factory(list)
     copies: list[MinuteCount] = attrs.Factory(list)
     latency: list[MinuteLatency] = attrs.Factory(list)
     unreadable_views: list[UnreadableView] = attrs.Factory(list)
@@ -63,6 +67,12 @@ class InMemoryControlReadModel:
     async def payments(self, limit: int, user_id: int | None = None) -> Sequence[PaymentView]:
         chosen = [p for p in self.payment_views if user_id is None or p.user_id == user_id]
         return sorted(chosen, key=lambda p: p.received_at, reverse=True)[:limit]
+
+    async def unconfirmed_payments(self, limit: int) -> Sequence[UnconfirmedPaymentView]:
+        return sorted(self.unconfirmed_views, key=lambda c: c.claimed_at, reverse=True)[:limit]
+
+    async def reversed_payments(self, limit: int) -> Sequence[ReversedPaymentView]:
+        return sorted(self.reversed_views, key=lambda r: r.reversed_at, reverse=True)[:limit]
 
     async def reconciliations(self, limit: int) -> Sequence[ReconciliationView] | None:
         return None if self.reconciliation_views is None else self.reconciliation_views[:limit]

@@ -33,6 +33,8 @@ from videocopies.application.control import (
     QueueDepth,
     ReconciliationView,
     ReservationView,
+    ReversedPaymentView,
+    UnconfirmedPaymentView,
     UnreadableView,
 )
 
@@ -81,6 +83,15 @@ SELECT r.order_id, r.amount, r.debited, r.released, r.open,
 """
 
 _PAYMENT_COLUMNS = "external_id, user_id, coins, paid_amount, currency, received_at"
+_UNCONFIRMED = """
+SELECT c.external_id, c.user_id, c.paid_amount, c.currency, c.node, c.claimed_at FROM payment_claims c
+ WHERE NOT EXISTS (SELECT 1 FROM payments p WHERE p.external_id = c.external_id)
+ ORDER BY c.claimed_at DESC LIMIT %(limit)s
+"""
+_REVERSED = """
+SELECT external_id, user_id, taken, owed, reversed_at FROM payment_reversals ORDER BY reversed_at DESC
+ LIMIT %(limit)s
+"""
 
 _COPIES_PER_MINUTE = """
 SELECT date_trunc('minute', created_at) AS minute, count(*) AS count
@@ -190,6 +201,12 @@ class PostgresControlReadModel:
             query = (f"SELECT {_PAYMENT_COLUMNS} FROM payments WHERE user_id = %(user_id)s "
                      "ORDER BY received_at DESC LIMIT %(limit)s")
         return [PaymentView(**row) for row in await self._all(query, {"limit": limit, "user_id": user_id})]
+
+    async def unconfirmed_payments(self, limit: int) -> Sequence[UnconfirmedPaymentView]:
+        return [UnconfirmedPaymentView(**row) for row in await self._all(_UNCONFIRMED, {"limit": limit})]
+
+    async def reversed_payments(self, limit: int) -> Sequence[ReversedPaymentView]:
+        return [ReversedPaymentView(**row) for row in await self._all(_REVERSED, {"limit": limit})]
 
     async def reconciliations(self, limit: int) -> Sequence[ReconciliationView] | None:
         # Reconciliation results are not recorded in the database yet; when they are, the

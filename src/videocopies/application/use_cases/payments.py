@@ -162,6 +162,17 @@ class TakePayment:
             await uow.commit()
 
 
+class PaymentDoubts:
+    """What an operator looks into: claims no credited payment answers, and reversals."""
+
+    def __init__(self, uow: UowFactory) -> None:
+        self._uow = uow
+
+    async def __call__(self) -> tuple[list[PaymentClaim], list[Reversal]]:
+        async with self._uow() as uow:
+            return list(await uow.claims.unconfirmed()), list(await uow.reversals.list())
+
+
 @attrs.frozen
 class RefundPaymentCommand:
     external_id: str

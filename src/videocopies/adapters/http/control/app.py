@@ -141,8 +141,12 @@ def create_app(services: ControlServices) -> FastAPI:
 
     async def payments(_request: Request) -> dict[str, Any]:
         model = services.read_model
-        recent, reconciliations = await asyncio.gather(model.payments(LIMIT), model.reconciliations(LIMIT))
-        return {"payments": recent, "reconciliations": reconciliations}
+        recent, reconciliations, unconfirmed, reversed_ = await asyncio.gather(
+            model.payments(LIMIT), model.reconciliations(LIMIT), model.unconfirmed_payments(LIMIT),
+            model.reversed_payments(LIMIT),
+        )
+        return {"payments": recent, "reconciliations": reconciliations, "unconfirmed": unconfirmed,
+                "reversed": reversed_}
 
     async def unreadable(_request: Request) -> dict[str, Any]:
         return {"unreadable": await services.read_model.unreadable(UNREADABLE_LIMIT)}
