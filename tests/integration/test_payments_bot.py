@@ -149,8 +149,7 @@ def test_reconcile_and_refund_from_the_command_line_grants_and_referrals_by_the_
                 _next(ann, contains="50 coins")
                 bob = sim.create_user(bot_token, first_name="Bob", language_code="ru")
                 bob.send_text(f"/start ref_{ann.id}")
-                assert "по приглашению друга: ещё 30 монет" in _next(bob, contains="Привет").text
-                assert "30 coins are yours" in _next(ann, contains="A friend joined").text
+                assert "первый заказ принесёт вам ещё 30 монет" in _next(bob, contains="Привет").text
 
                 dropped = _pay(ann, _buy(ann, 50), "drop")
                 reconciled = _cli(url, bot_token, sim.url, "reconcile")
@@ -193,7 +192,9 @@ def test_reconcile_and_refund_from_the_command_line_grants_and_referrals_by_the_
         ("control-1", "sorry for the wait", 25)
     ]
     assert fetch_all(url, "SELECT state, requested_by LIKE 'cli:%%' FROM refunds") == [("done", True)]
-    assert fetch_all(url, "SELECT invitee, inviter FROM referrals") == [(bob.id, ann.id)]
-    # 50 start + 30 referral + 25 manual; the refunded purchase is gone
+    # Bob never ordered: the referral waits, and Ann was given nothing (nor told anything) for it.
+    assert fetch_all(url, "SELECT invitee, inviter, outcome FROM referrals") == [(bob.id, ann.id, None)]
+    assert not [m for m in ann.received if "friend" in m.text]
+    # 50 start + 25 manual; the refunded purchase is gone
     row = fetch_one(url, "SELECT sum(available), sum(refunded) FROM coin_lots WHERE user_id = %s", [ann.id])
-    assert row == (105, 100)
+    assert row == (75, 100)
