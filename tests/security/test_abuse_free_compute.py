@@ -1,5 +1,7 @@
-"""Limits from the file, and a user who blocks the bot, end to end on the strict simulator
-(cloud mode): core, edge and a worker are processes of their own.
+"""Free compute, the first attack of docs/security.md: a long video sent as a document (no
+duration from Telegram), and a user who confirms and then blocks the bot so that every copy
+is rendered for nothing. End to end on the strict simulator (cloud mode): core, edge and a
+worker are processes of their own. Each test failed on the code before issue 16.
 
 - A thirty-minute video sent as a document carries no duration; edge measures the file and
   it is refused before any coin is reserved.
