@@ -95,7 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     deploy_core.add_argument("--log", type=Path, help="the new core's log file")
     payments = commands.add_parser("payments", help="reconcile with the payment provider, refund a purchase")
     payments_actions = payments.add_subparsers(dest="action", required=True)
-    payments_actions.add_parser("reconcile", help="credit missed payments, finish pending refunds, print the report")
+    reconcile = payments_actions.add_parser(
+        "reconcile", help="credit missed payments, finish pending refunds, reverse unknown ones, print the report"
+    )
+    reconcile.add_argument(
+        "--trust-list", action="store_true",
+        help="act on the provider's list even when it holds none of our payments (refused: another bot's token?)",
+    )
     refund = payments_actions.add_parser("refund", help="refund a purchase whose coins are all unspent")
     refund.add_argument("charge_id", help="telegram_payment_charge_id")
     refund.add_argument("--reason", default="refunded by an operator", help="recorded with the refund")

@@ -200,6 +200,25 @@ async def test_a_credited_payment_the_provider_does_not_know_is_reversed_once(ba
     assert await screens(b) == ["coins_credited", "payment_reversed", "order_closed"]
 
 
+async def test_a_list_holding_none_of_our_payments_is_acted_on_only_when_trusted(backend: Backend) -> None:
+    """Reconciliation run with another bot's token: that bot's list has none of our payments,
+    and its charges are not ours to credit."""
+    b = backend
+    b.provider.settled.append(ProviderTransaction("other-bot", FRIEND, 50, "XTR", "buy:50:100"))
+    for n in range(3):
+        assert await b.cases.credit_payment()(uc.CreditPaymentCommand(f"ours-{n}", USER, 100, 50, "XTR"))
+    b.clock.advance(timedelta(minutes=11))
+    result = await b.cases.reconcile_payments()()
+    assert result.foreign and result.needs_attention and result.reversed == () and result.credited == ()
+    assert "none of our payments" in result.lines()[0]
+    assert (await figures(b))[0] == 300
+    async with b.new_uow() as uow:
+        assert await uow.accounts.get(FRIEND) is None  # nothing credited to the other bot's customer
+    trusted = await b.cases.reconcile_payments()(trust_list=True)
+    assert sorted(r.external_id for r in trusted.reversed) == ["ours-0", "ours-1", "ours-2"]
+    assert trusted.credited == ("other-bot",)
+
+
 async def test_a_manual_grant_is_recorded_announced_and_given_once(backend: Backend) -> None:
     b = backend
     grant = uc.GrantCoinsCommand(USER, LotKind.MANUAL, 25, timedelta(days=90), LotId("manual:a-1"), "control-1",

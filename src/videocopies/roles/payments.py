@@ -59,7 +59,7 @@ async def _run(database_url: str, args: argparse.Namespace, env: dict[str, str])
     async with _service(database_url, env) as container:
         try:
             if args.action == "reconcile":
-                result = await container.use_cases.reconcile_payments()()
+                result = await container.use_cases.reconcile_payments()(trust_list=args.trust_list)
                 print("\n".join(result.lines()))
                 # Exit 1 when something needs an operator's eyes (a reversal made now, a claim the
                 # provider does not list, ...); 0 when it all adds up.

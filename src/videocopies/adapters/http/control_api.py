@@ -96,6 +96,7 @@ class ReconcileOut(BaseModel):
     refunds_failed: list[str]
     refunded_elsewhere: list[str]
     report: list[str]
+    foreign: bool = False  # the provider's list holds none of our payments: nothing was done
 
 
 def add_control_routes(
@@ -163,4 +164,5 @@ def reconcile_out(result: uc.ReconciliationResult) -> ReconcileOut:
         unconfirmed=[c.external_id for c in result.unconfirmed], mismatched=[tx.external_id for tx, _ in r.mismatched],
         refunds_finished=list(result.refunds_finished), refunds_failed=[e for e, _ in result.refunds_failed],
         refunded_elsewhere=[tx.external_id for tx in r.refunded_elsewhere], report=result.lines(),
+        foreign=result.foreign,
     )

@@ -28,13 +28,12 @@ from videocopies.application.use_cases.payments import (
     CreditPayment,
     CreditPaymentCommand,
     PaymentDoubts,
-    ReconcilePayments,
-    ReconciliationResult,
     RefundPayment,
     RefundPaymentCommand,
     TakePayment,
 )
 from videocopies.application.use_cases.quote_order import QuoteOrder, QuoteOrderCommand
+from videocopies.application.use_cases.reconciliation import ReconcilePayments, ReconciliationResult
 from videocopies.application.use_cases.record_delivery import GiveUpDelivery, RecordDelivery, RecordDeliveryCommand
 from videocopies.application.use_cases.undeliverable import (
     GiveUpMessages,

@@ -17,10 +17,11 @@ from videocopies.domain.payments.payment import (
 )
 from videocopies.domain.payments.reconciliation import ReconciliationReport, reconcile
 from videocopies.domain.payments.refund import AlreadyRefunded, Refund, RefundState
-from videocopies.domain.payments.reversal import Reversal, to_reverse
+from videocopies.domain.payments.reversal import Reversal, looks_foreign, to_reverse
 
 __all__ = [
     "AlreadyRefunded", "CoinPackage", "DEFAULT_PACKAGES", "OfferWithdrawn", "PackageCatalog", "Payment",
     "PaymentClaim", "PaymentForAnotherAccount", "PaymentMismatch", "ProviderTransaction", "ReconciliationReport",
     "Refund", "RefundState", "Reversal", "STARS", "parse_offer", "reconcile", "to_reverse",
+    "looks_foreign",
 ]

@@ -40,3 +40,15 @@ def to_reverse(
         p for p in unknown
         if p.received_at < listed_at and p.external_id not in reversed_before and p.external_id not in refunded
     ]
+
+
+# Reconciliation run with another bot's token reads that bot's list, which has none of ours:
+# every payment of ours would look unknown (and be reversed), and its charges would look
+# missed (and be credited to whoever has the same user id here). A forged notice leaves a few
+# unknown payments; this many of ours with not one listed says the list is the wrong one.
+FOREIGN_AT = 3
+
+
+def looks_foreign(ours: int, ours_listed: int) -> bool:
+    """Whether a provider's list holding `ours_listed` of our `ours` payments is another bot's."""
+    return ours >= FOREIGN_AT and ours_listed == 0
