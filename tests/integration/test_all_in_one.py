@@ -75,6 +75,16 @@ def test_one_command_runs_every_role_and_a_second_run_keeps_the_data(data: Path)
         assert httpx.get(f"{panel}/", follow_redirects=False).status_code in (303, 307)  # signed out: to login
         user = httpx.post(f"{sim}/_sim/users", json={"id": 4242, "first_name": "Ann"}).json()["id"]
         assert "You have 50 coins" in _say(sim, user, "/start", "coins")
+        # A payment notice Telegram never made (as a leaked edge token could report one): core
+        # asks the simulator, as it would ask Telegram, and credits nothing.
+        forged = {
+            "message_id": 999, "date": int(time.time()), "chat": {"id": user, "type": "private"},
+            "from": {"id": user, "is_bot": False, "first_name": "Ann"},
+            "successful_payment": {"currency": "XTR", "total_amount": 250, "invoice_payload": "buy:250:600",
+                                   "telegram_payment_charge_id": "forged-1", "provider_payment_charge_id": ""},
+        }
+        httpx.post(f"{sim}/_sim/updates", json={"kind": "message", "payload": forged}).raise_for_status()
+        assert "Available: 50 coins" in _say(sim, user, "/balance", "Available")
     finally:
         code = first.stop()
     output = "".join(first.lines)

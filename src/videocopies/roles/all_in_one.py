@@ -155,7 +155,12 @@ def running(data: Path, env: dict[str, str], say: Callable[[str], None] = print)
                 ))
                 bot_token, telegram_url, local = simulator.create_bot(), simulator.url, True
                 say(f"Telegram Bot API simulator at {simulator.url} (no VIDEOCOPIES_BOT_TOKEN set)")
-            core = CoreProcess(url, quote_secret=kept_secret(data, env, "VIDEOCOPIES_QUOTE_SECRET", "quote-secret")[0])
+            # Core asks Telegram (or the simulator) itself whether a payment edge reports was made.
+            core = CoreProcess(
+                url, quote_secret=kept_secret(data, env, "VIDEOCOPIES_QUOTE_SECRET", "quote-secret")[0],
+                VIDEOCOPIES_BOT_TOKEN=bot_token, VIDEOCOPIES_TELEGRAM_URL=telegram_url or "",
+                VIDEOCOPIES_TELEGRAM_LOCAL="1" if local else "0",
+            )
             core.start()
             stack.callback(_stop_core, core)
             say(f"core at {core.url} (metrics at {core.url}/metrics)")
