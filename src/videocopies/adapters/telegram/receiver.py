@@ -203,12 +203,20 @@ class Receiver:
             log.warning("pre-checkout %s not checked: %r", query.id, error)
             language = language_of(query.from_user.language_code)
             verdict = {"ok": False, "error_message": text(language, "payments_unavailable")}
-        try:
-            await self._bot.answer_pre_checkout_query(
-                query.id, ok=bool(verdict["ok"]), error_message=verdict.get("error_message")
-            )
-        except Exception as late:  # noqa: BLE001 - too late or Telegram away: the payment is not taken
-            log.info("pre-checkout %s not answered: %r", query.id, late)
+        for attempt in range(3):
+            try:
+                await self._bot.answer_pre_checkout_query(
+                    query.id, ok=bool(verdict["ok"]), error_message=verdict.get("error_message")
+                )
+                return
+            except TelegramBadRequest as late:  # too late, or already answered: nothing to add
+                log.info("pre-checkout %s not answered: %r", query.id, late)
+                return
+            except Exception as error:  # noqa: BLE001 - a 502 or a timeout: the user is waiting, once more
+                if attempt == 2:
+                    log.info("pre-checkout %s not answered: %r", query.id, error)
+                    return
+                await asyncio.sleep(0.2)
 
 
 class WebhookReceiver:
