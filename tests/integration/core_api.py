@@ -11,12 +11,14 @@ from typing import Any
 
 import attrs
 import httpx
+from dependency_injector import providers
 
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.cluster import free_port
 from videocopies.adapters.system import SystemClock
 from videocopies.application import use_cases as uc
 from videocopies.application.nodes import IssueNodeToken
+from videocopies.application.ports import ObjectStore
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId
 from videocopies.roles.core import Core, build, server
@@ -46,7 +48,7 @@ class CoreApi:
             await conn.commit()
         return rows
 
-    async def until(self, query: str, *params: Any, timeout: float = 10.0) -> list[tuple[Any, ...]]:
+    async def until(self, query: str, *params: Any, timeout: float = 15.0) -> list[tuple[Any, ...]]:
         """The rows of `query` once there are any (the inbox is handled in the background)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -56,10 +58,18 @@ class CoreApi:
         return rows
 
 
-async def serve_core(url: str, **core: Any) -> AsyncIterator[CoreApi]:
-    settings = Settings(quote_secret=b"api-secret" * 4, lease_ttl=timedelta(seconds=30))
-    container = build(settings, url, pool_size=3, lease_pool_size=2, safety_poll_s=10.0)
-    running_core = Core(container, store=None, schema=migrate.check(url), **core)
+async def serve_core(
+    url: str, *, store: ObjectStore | None = None, provider: Any = None,
+    nodes: tuple[tuple[str, str], ...] = (("worker-a", "worker"), ("edge-1", "edge")),
+    settings: dict[str, Any] | None = None, **core: Any,
+) -> AsyncIterator[CoreApi]:
+    """`provider`: core's payment provider (None: none, as without a bot token); `nodes`:
+    (name, role) to issue tokens for; `settings`: Settings fields; `core`: Core's arguments."""
+    config = Settings(quote_secret=b"api-secret" * 4, lease_ttl=timedelta(seconds=30), **(settings or {}))
+    container = build(config, url, pool_size=3, lease_pool_size=2, safety_poll_s=10.0)
+    if provider is not None:
+        container.gateways.payment_provider.override(providers.Object(provider))
+    running_core = Core(container, store=store, schema=migrate.check(url), **core)
     port = free_port()
     running = server(running_core, "127.0.0.1", port)
     serving = asyncio.create_task(running.serve())
@@ -67,12 +77,13 @@ async def serve_core(url: str, **core: Any) -> AsyncIterator[CoreApi]:
         assert not serving.done(), serving.exception()
         await asyncio.sleep(0.01)
     issue = IssueNodeToken(running_core.registry, SystemClock(), secrets.token_hex)
-    tokens = {name: (await issue(name, role)).token for name, role in [("worker-a", "worker"), ("edge-1", "edge")]}
+    tokens = {name: (await issue(name, role)).token for name, role in nodes}
     try:
         yield CoreApi(f"http://127.0.0.1:{port}", running_core, tokens)
     finally:
         running.should_exit = True
         await serving
+
 
 
 def metric(text: str, sample: str) -> float:
