@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import psycopg
 from psycopg.rows import dict_row
 
@@ -36,6 +37,19 @@ def wait_for(predicate: Any, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def wait_answering(process: subprocess.Popen[bytes], url: str, timeout: float = 30.0, **get: Any) -> None:
+    """Poll `url` until it answers 2xx; fail with the process's stderr if it exits first.
+    `get`: more arguments for httpx.get (a `verify` context for https)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert process.poll() is None, process.stderr.read().decode()[-2000:] if process.stderr else process.returncode
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(url, timeout=1.0, **get).is_success:
+                return
+        assert time.monotonic() < deadline, f"nothing answered on {url}"
         time.sleep(0.05)
 
 

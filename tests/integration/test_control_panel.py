@@ -7,10 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
@@ -18,6 +16,7 @@ from videocopies.roles.launch import stop_process
 
 from .browser import Chromium, chromium_or_skip, profile_dir
 from .control_seed import seed
+from .harness import wait_answering
 
 PASSWORD = "operator-secret-1"
 
@@ -38,15 +37,7 @@ def control(pg_server: LocalPostgres, database: str, tmp_path: Path) -> tuple[st
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, process.stderr.read().decode()  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "control did not start"
-            try:
-                if httpx.get(f"{base}/login", timeout=1.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
+        wait_answering(process, f"{base}/login")
         yield base, url
     finally:
         code, err = stop_process(process)

@@ -11,13 +11,13 @@ import os
 import ssl
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from integration.harness import wait_answering
 from videocopies.adapters.http.client import HttpJobLeases, WrongNode, identify
 from videocopies.adapters.http.wire import JsonWire, WireError
 from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
@@ -87,14 +87,7 @@ def _core_over_tls(database_url: str, cert: str, key: str) -> Iterator[str]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"https://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert core.poll() is None, core.stderr.read().decode()[-2000:]  # type: ignore[union-attr]
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{url}/_info", verify=ssl.create_default_context(cafile=cert), timeout=1).is_success:
-                    break
-            assert time.monotonic() < deadline, "core did not start"
-            time.sleep(0.05)
+        wait_answering(core, f"{url}/_info", verify=ssl.create_default_context(cafile=cert))
         yield url
     finally:
         code, err = stop_process(core)

@@ -9,13 +9,13 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from integration.harness import wait_answering
 from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
 from videocopies.roles.launch import stop_process
 
@@ -35,15 +35,7 @@ def panel(pg_server: LocalPostgres, database: str, tmp_path: Path, request: pyte
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, process.stderr.read().decode()  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "control did not start"
-            try:
-                if httpx.get(f"{base}/login", timeout=1.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
+        wait_answering(process, f"{base}/login")
         yield base
     finally:
         code, err = stop_process(process)

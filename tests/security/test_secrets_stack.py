@@ -12,13 +12,13 @@ import re
 import secrets
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
 import pytest
 
+from integration.harness import wait_answering
 from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
 from videocopies.adapters.telegram.simulator import BotApiSimulator, SimulatedUser
@@ -44,15 +44,8 @@ def _control(url: str, core_url: str, home: Path) -> tuple[subprocess.Popen[byte
            "VIDEOCOPIES_CORE_URL": core_url}
     process = subprocess.Popen([sys.executable, "-m", "videocopies.cli", "control"], env=env, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert process.poll() is None, process.stderr.read().decode()  # type: ignore[union-attr]
-        try:
-            if httpx.get(f"{base}/login", timeout=1.0).status_code == 200:
-                return process, base
-        except httpx.TransportError:
-            time.sleep(0.05)
-    raise AssertionError("control did not start")
+    wait_answering(process, f"{base}/login")
+    return process, base
 
 
 async def _order_end_to_end(user: SimulatedUser, clip: Path) -> None:
