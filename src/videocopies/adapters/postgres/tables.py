@@ -242,6 +242,8 @@ orders = Table(
     CheckConstraint("total = copies * price_per_copy", name="total"),
     Index(None, "user_id", "created_at"),
     Index(None, "created_at"),  # the control panel's latest orders
+    # Pruning walks the quotes never confirmed by expiry (0020).
+    Index("ix_orders_quoted", "quote_expires_at", postgresql_where=text("state = 'quoted'")),
 )
 
 jobs = Table(
@@ -298,6 +300,7 @@ receipts = Table(
     Column("fingerprint", Text, nullable=False),
     Column("result", JSONB, nullable=False),
     _at("created_at"),
+    Index(None, "created_at"),  # pruning walks receipts oldest first (0020)
 )
 
 refused_writes = Table(
