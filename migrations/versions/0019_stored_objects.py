@@ -11,8 +11,8 @@ The rows are written by triggers in the transaction of the fact they record, wha
 level writes it: a source when its inbox video event holds the stored file (insert, or the
 completion of a fetching event), a copy with its checkpoint, and a copy's delivery when its
 order's `copy_states` says delivered. Existing objects get their rows here (copies from their
-checkpoints, sources from the inbox, the users' waiting videos and the orders), so the stray
-sweep finds nothing of theirs to remove.
+checkpoints, sources from the inbox, the orders and the users' waiting videos, so that a
+source's row is never younger than its orders), and the stray sweep finds none of them.
 
 Code of level 5 runs on this schema unchanged: it never reads the table, and its writes record
 their objects through the triggers. Level 6 reads it (the lifecycle duty, the figures), so it
@@ -90,13 +90,13 @@ SELECT DISTINCT ON (payload->'video'->>'source_key') payload->'video'->>'source_
  WHERE kind = 'video' AND payload->'video'->>'source_key' IS NOT NULL
    AND NOT coalesce((payload->'video'->>'fetching')::boolean, false)
     ON CONFLICT (key) DO NOTHING;
-INSERT INTO stored_objects (key, kind, user_id, size, sha256, state, stored_at)
-SELECT source->>'source_key', 'source', user_id, (source->>'size')::bigint, source->>'sha256', 'stored', now()
-  FROM bot_users WHERE source->>'source_key' IS NOT NULL
-    ON CONFLICT (key) DO NOTHING;
 INSERT INTO stored_objects (key, kind, user_id, size, state, stored_at)
 SELECT source_key, 'source', min(user_id), max(source_bytes), 'stored', min(created_at)
   FROM orders GROUP BY source_key
+    ON CONFLICT (key) DO NOTHING;
+INSERT INTO stored_objects (key, kind, user_id, size, sha256, state, stored_at)
+SELECT source->>'source_key', 'source', user_id, (source->>'size')::bigint, source->>'sha256', 'stored', now()
+  FROM bot_users WHERE source->>'source_key' IS NOT NULL
     ON CONFLICT (key) DO NOTHING;
 """
 

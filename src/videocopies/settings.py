@@ -9,6 +9,7 @@ import attrs
 
 from videocopies.domain.coins import GrantRules, LotKind, ReferralCaps
 from videocopies.domain.coins.grants import DEFAULT_VALIDITY
+from videocopies.domain.objects import Lifetimes
 from videocopies.domain.payments import DEFAULT_PACKAGES, CoinPackage, PackageCatalog
 from videocopies.domain.pricing import MIN_SECRET_BYTES, PricingPolicy, QuoteKeys, Tariff
 from videocopies.domain.quality import QualityThresholds
@@ -32,6 +33,9 @@ class Settings:
     # A credited payment the provider's list lacks is reversed once it is this old.
     reverse_unknown_after: timedelta = timedelta(minutes=10)
     expiry_sweep_every: timedelta = timedelta(minutes=1)
+    # How long sources and copies stay in the store, and how often core's lifecycle duty runs.
+    object_lifetimes: Lifetimes = Lifetimes()
+    objects_sweep_every: timedelta = timedelta(minutes=1)
 
     @quote_keys.default
     def _quote_keys(self) -> QuoteKeys:
@@ -56,6 +60,13 @@ class Settings:
             reconcile_every=timedelta(seconds=float(env.get("VIDEOCOPIES_RECONCILE_EVERY_S", "600"))),
             reverse_unknown_after=timedelta(seconds=float(env.get("VIDEOCOPIES_REVERSE_UNKNOWN_AFTER_S", "600"))),
             expiry_sweep_every=timedelta(seconds=float(env.get("VIDEOCOPIES_EXPIRY_SWEEP_EVERY_S", "60"))),
+            object_lifetimes=Lifetimes(
+                source_grace=_period(env, "VIDEOCOPIES_SOURCE_GRACE_S", 3600),
+                copy_retention=_period(env, "VIDEOCOPIES_COPY_RETENTION_S", 86400),
+            ),
+            objects_sweep_every=_period(  # VIDEOCOPIES_TIDY_S: the stray sweep's old name
+                env, "VIDEOCOPIES_OBJECTS_SWEEP_S", float(env.get("VIDEOCOPIES_TIDY_S") or 60), positive=True
+            ),
             orders_per_hour=int(env["VIDEOCOPIES_ORDERS_PER_HOUR"]) or None if "VIDEOCOPIES_ORDERS_PER_HOUR" in env
             else 30,
         )
@@ -76,6 +87,18 @@ def quote_secrets_from_env(env: os._Environ[str] | dict[str, str]) -> tuple[byte
     if previous == current:
         raise SystemExit("VIDEOCOPIES_QUOTE_SECRET_PREVIOUS is the same as VIDEOCOPIES_QUOTE_SECRET")
     return current.encode(), previous.encode() if previous else None
+
+
+def _period(env: os._Environ[str] | dict[str, str], name: str, default: float, positive: bool = False) -> timedelta:
+    """A period in seconds: 0 or more (more than 0 with `positive`)."""
+    value = env.get(name, "").strip() or str(default)
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise SystemExit(f"{name} must be a number of seconds, not {value!r}") from None
+    if seconds < 0 or (positive and seconds == 0):
+        raise SystemExit(f"{name} must be {'more than' if positive else 'at least'} 0 seconds, not {value}")
+    return timedelta(seconds=seconds)
 
 
 def _days(value: str, name: str) -> timedelta | None:

@@ -1,6 +1,8 @@
 """A copy stored under a lease that never checkpointed it (its worker killed after the upload,
 or a zombie refused) is removed once the job has closed; checkpointed copies and open jobs'
-files are kept (found by the chaos soak: such copies were left in storage for good)."""
+files are kept (found by the chaos soak: such copies were left in storage for good). The same
+sweep of the object lifecycle removes a source no row keeps once its inbox event is handled,
+and keeps one edge is still fetching."""
 
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ import psycopg
 
 from videocopies.adapters.objectstore import LocalSeaweed, S3ObjectStore
 from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.adapters.postgres.objects import PostgresObjectRows
 from videocopies.adapters.postgres.pool import make_pool
-from videocopies.roles.stray_copies import remove_stray_copies
+from videocopies.adapters.system import SystemClock
+from videocopies.application.objects import ObjectLifecycle
+from videocopies.domain.objects import Lifetimes
 
 ORDER = """INSERT INTO orders (order_id, user_id, source_key, copies, price_per_copy, total, tariff_version,
     quote_expires_at, quote_token, seed, state, copy_states, created_at, version)
@@ -22,9 +27,11 @@ JOB = """INSERT INTO jobs (job_id, order_id, state, plans, max_attempts, attempt
     version, owner_token, lease_until) VALUES (%s, %s, %s, '[]', 3, 1, false, now(), 1, %s, %s)"""
 CHECKPOINT = """INSERT INTO job_checkpoints (job_id, idx, object_key, size, sha256, duration_s, width, height,
     created_at) VALUES (%s, 0, %s, 1, 'x', 1, 2, 2, now())"""
+FETCHING = """INSERT INTO inbox (update_id, user_id, kind, payload, received_at)
+    VALUES (20, 1, 'video', '{"video": {"source_key": null, "fetching": true}}', now())"""
 
 
-def test_stray_copies_of_closed_jobs_go_and_the_rest_stay(
+def test_strays_of_closed_jobs_and_handled_events_go_and_the_rest_stay(
     pg_server: LocalPostgres, database: str, seaweed: LocalSeaweed, tmp_path: Path
 ) -> None:
     url = pg_server.url(database)
@@ -37,8 +44,9 @@ def test_stray_copies_of_closed_jobs_go_and_the_rest_stay(
         conn.execute(CHECKPOINT, ["j-closed", "copies/closed/0-kept.mp4"])
         conn.execute(ORDER, ["open", "running"])
         conn.execute(JOB, ["j-open", "open", "leased", "tok", "2999-01-01"])
+        conn.execute(FETCHING)
     keys = ["copies/closed/0-kept.mp4", "copies/closed/0-killed.mp4", "copies/closed/1-zombie.mp4",
-            "copies/open/0-uploading.mp4"]
+            "copies/open/0-uploading.mp4", "sources/1/19.mp4", "sources/1/20.mp4"]
 
     async def scenario() -> tuple[int, list[str]]:
         await store.ensure_bucket()
@@ -47,12 +55,13 @@ def test_stray_copies_of_closed_jobs_go_and_the_rest_stay(
         pool = make_pool(url, max_size=1)
         await pool.open(wait=True)
         try:
-            removed = await remove_stray_copies(pool, store, window_s=3600)
+            lifecycle = ObjectLifecycle(PostgresObjectRows(pool), store, SystemClock(), Lifetimes())
+            removed = (await lifecycle()).deleted["stray"]
         finally:
             await pool.close()
-        return removed, sorted(await store.keys("copies"))
+        return removed, sorted(await store.keys("copies") + await store.keys("sources"))
 
     removed, left = asyncio.run(scenario())
-    assert removed == 2
-    assert left == ["copies/closed/0-kept.mp4", "copies/open/0-uploading.mp4"]
+    assert removed == 3
+    assert left == ["copies/closed/0-kept.mp4", "copies/open/0-uploading.mp4", "sources/1/20.mp4"]
     store.close()

@@ -40,6 +40,7 @@ from videocopies.adapters.postgres.duties import PostgresDutyLeases
 from videocopies.adapters.postgres.figures import read_figures
 from videocopies.adapters.postgres.nodes import CHANNEL as NODES_CHANNEL
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
+from videocopies.adapters.postgres.objects import PostgresObjectRows
 from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
 from videocopies.adapters.postgres.peek import PostgresQueuePeek
 from videocopies.application import use_cases as uc
@@ -47,10 +48,11 @@ from videocopies.application.bot.inbox import InboxProcessor
 from videocopies.application.claims import ClaimWaiters
 from videocopies.application.duties import HoldDuty
 from videocopies.application.nodes import NodeAuthenticator
+from videocopies.application.objects import ListedStore, ObjectLifecycle
 from videocopies.application.ports import ObjectStore
 from videocopies.roles import heap
 from videocopies.roles.containers import PostgresService
-from videocopies.roles.stray_copies import keep_removing
+from videocopies.roles.object_lifecycle import duty_ttl, keep_sweeping
 from videocopies.settings import Settings
 from videocopies.telegram_limits import MediaLimits
 
@@ -153,16 +155,18 @@ class Core:
         store: ObjectStore | None = None,
         schema: migrate.SchemaStatus | None = None,
         lease_sweep_s: float = 10.0,
-        tidy_s: float = 60.0,
         claim_concurrency: int = 2,
         inbox_workers: int = 4,
         payment_bot: Any = None,
         outbox_max_attempts: int = 8,
         relocation_hosts: frozenset[str] = frozenset(),
+        objects_store: ListedStore | None = None,
     ) -> None:
         """`payment_bot`: the aiogram Bot behind the payment provider, scheduled for
         reconciliation and closed on stop (None: no provider, nothing scheduled);
-        `relocation_hosts`: the https hosts an operator may send the nodes to (loopback always)."""
+        `relocation_hosts`: the https hosts an operator may send the nodes to (loopback always);
+        `objects_store`: the store the object lifecycle deletes from (default: `store`, when it
+        can list its keys; none: no lifecycle)."""
         self.container, self.schema, self._lease_sweep_s = container, schema, lease_sweep_s
         self._payment_bot = payment_bot
         gateways = container.gateways
@@ -177,7 +181,12 @@ class Core:
             peek=self.peek.claimable,
         )
         cases = container.use_cases
-        self.metrics = CoreMetrics(lambda: read_figures(self.pool))
+        self.object_rows = PostgresObjectRows(self.pool)
+        self._objects_store = objects_store or (store if hasattr(store, "keys") else None)
+        self.metrics = CoreMetrics(
+            lambda: read_figures(self.pool), objects=self.object_rows.figures,
+            store_disk=getattr(self._objects_store, "disk_usage", None),
+        )
         self.outbox = PostgresOutboxQueue(self.pool)
         self.outbox_news = OutboxNews(self.outbox.anything)
         self.inbox_news = asyncio.Event()
@@ -216,7 +225,7 @@ class Core:
         self._stop = asyncio.Event()
         self._sweeps: asyncio.Task[None] | None = None
         self._tidy: asyncio.Task[None] | None = None
-        self._store, self._tidy_s = store, tidy_s
+        self._store = store
         self._inbox: asyncio.Task[None] | None = None
         self._payments: asyncio.Task[None] | None = None
         self.app: FastAPI = create_app(self.services, self.edge, self.control)
@@ -233,9 +242,13 @@ class Core:
         self._sweeps = asyncio.create_task(sweep(
             self.container, self._stop, self._lease_sweep_s, self.peek, self.metrics.lease_expiries.inc
         ))
-        if self._store is not None and hasattr(self._store, "keys"):
+        if self._objects_store is not None:
+            settings, clock = self.container.settings(), self.container.gateways.clock()
+            every = settings.objects_sweep_every.total_seconds()
+            lifecycle = ObjectLifecycle(self.object_rows, self._objects_store, clock, settings.object_lifetimes)
+            hold = HoldDuty(PostgresDutyLeases(self.pool), clock, duty_ttl(every, settings.duty_ttl))
             self._tidy = asyncio.create_task(
-                keep_removing(self.pool, self._store, self._stop, self._tidy_s, window_s=2 * 3600)  # type: ignore[arg-type]
+                keep_sweeping(lifecycle, hold, clock, self._stop, every, self.metrics.objects_swept)
             )
         self._inbox = asyncio.create_task(
             self.inbox_processor.run(
@@ -359,6 +372,18 @@ def object_store_from_env(env: dict[str, str]) -> ObjectStore | None:
     return None
 
 
+def lifecycle_store_from_env(env: dict[str, str]) -> ListedStore | None:
+    """The shared directory store (VIDEOCOPIES_STORE_DIR, as all-in-one's workers and edge use)
+    for the object lifecycle alone: the Job API still signs no URLs for it."""
+    if directory := env.get("VIDEOCOPIES_STORE_DIR"):
+        from pathlib import Path
+
+        from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
+
+        return FilesystemObjectStore(Path(directory))
+    return None
+
+
 def main(database_url: str, host: str | None = None, port: int | None = None) -> int:
     env = dict(os.environ)
     settings = Settings.from_env(env)
@@ -387,8 +412,9 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
         container.bot.bot_settings(), max_video_bytes=limits.max_bytes, max_video_seconds=limits.max_seconds,
         max_pixel_rate=limits.max_pixel_rate,
     )))
-    core = Core(container, object_store_from_env(env), schema, lease_sweep_s=sweep_s, payment_bot=bot,
-                tidy_s=float(env.get("VIDEOCOPIES_TIDY_S", "60")),
+    store = object_store_from_env(env)
+    core = Core(container, store, schema, lease_sweep_s=sweep_s, payment_bot=bot,
+                objects_store=store or lifecycle_store_from_env(env),  # type: ignore[arg-type]
                 outbox_max_attempts=int(env.get("VIDEOCOPIES_OUTBOX_MAX_ATTEMPTS", "8")),
                 relocation_hosts=hosts_from(env.get("VIDEOCOPIES_RELOCATION_HOSTS", "")))
     host = host or env.get("VIDEOCOPIES_CORE_HOST", "127.0.0.1")

@@ -40,6 +40,7 @@ from aiohttp import web
 from videocopies.adapters.http.client import CoreClient, WrongNode, core_client_from_env, identify
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
 from videocopies.adapters.probe.source import inspect_source
+from videocopies.adapters.scratch import scratch_stats
 from videocopies.adapters.telegram.duty import PollingDuty
 from videocopies.adapters.telegram.edge import (
     ALLOWED_UPDATES,
@@ -83,6 +84,7 @@ class EdgeParts:
     def __init__(self, env: dict[str, str], bot: Bot, core: CoreClient, sources: SourceStore, work: Path) -> None:
         limits = MediaLimits.from_env(env)
         self.blocked = BlockedChats()
+        self._work = work
         self.restarts: Counter[str] = Counter()
         self.downloads = Downloads(
             bot, sources, work / "in", self._store_videos, download_limit=limits.max_bytes,
@@ -117,6 +119,7 @@ class EdgeParts:
         figures["outbox_queued"] = self.sender.queued
         figures["downloads_waiting"] = self.downloads.waiting
         figures["scratch_bytes"] = self.downloads.scratch_bytes
+        figures.update(scratch_stats(self._work))  # what the scratch directory really holds
         return {k: int(v) for k, v in figures.items()}
 
     async def poll_and_send(self, lapse: asyncio.Event) -> None:

@@ -36,6 +36,7 @@ from videocopies.adapters.inprocess import LocalDisk, StoreJobFiles
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
 from videocopies.adapters.probe import PyAvProber
 from videocopies.adapters.quality import PyAvCopyInspector
+from videocopies.adapters.scratch import scratch_stats
 from videocopies.application.worker import JobFiles, Worker, WorkerSettings
 from videocopies.domain.shared import WorkerId
 from videocopies.settings import quality_thresholds
@@ -65,7 +66,10 @@ async def serve(env: dict[str, str]) -> int:
             WorkerId(me["name"]), Path(env.get("VIDEOCOPIES_WORK_DIR", "var/work")), renew_every_s=lease_ttl_s / 3,
             max_copy_bytes=limits.upload_bytes,
         )
-        leases = HttpJobLeases(core, wait_s=float(env.get("VIDEOCOPIES_CLAIM_WAIT_S", "20")))
+        leases = HttpJobLeases(
+            core, wait_s=float(env.get("VIDEOCOPIES_CLAIM_WAIT_S", "20")),
+            stats=lambda: scratch_stats(settings.work_root),
+        )
         memory = memory_bytes_from_env(env)
         transcoder = FfmpegTranscoder(
             max_copy_bytes=limits.upload_bytes, memory_bytes=memory,

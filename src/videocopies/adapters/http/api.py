@@ -20,7 +20,7 @@ import attrs
 from fastapi import Depends, FastAPI, Path, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import videocopies
@@ -84,11 +84,18 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+_StatName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+
+
 class ClaimRequest(_Body):
     wait_s: float = Field(0.0, ge=0.0, le=MAX_WAIT_S, description="Long-poll for up to this many seconds.")
     limit: int = Field(1, ge=1, le=10)
     max_source_bytes: int | None = Field(
         None, ge=0, le=MAX_BYTES, description="Only jobs whose source fits the worker's disk."
+    )
+    stats: dict[_StatName, Annotated[int, Field(ge=0, le=2**53)]] | None = Field(
+        None, max_length=16, description="The worker's own figures (scratch_used_bytes, scratch_files), shown in "
+                                         "/metrics as videocopies_scratch{role=\"worker\"}.",
     )
 
 
@@ -352,6 +359,10 @@ def create_app(
     @app.post("/v1/jobs/claim", tags=["jobs"], responses=_REFUSALS)
     async def claim(body: ClaimRequest, node: Worker, request: Request) -> ClaimResponse:
         """Claim up to `limit` jobs, waiting up to `wait_s` for one; an empty list when none came."""
+        if body.stats is not None:
+            services.metrics.scratch_reported(
+                "worker", node.name, body.stats.get("scratch_used_bytes", 0), body.stats.get("scratch_files", 0)
+            )
         claiming = asyncio.ensure_future(
             services.waiters.claim(WorkerId(node.name), body.limit, body.max_source_bytes, body.wait_s)
         )

@@ -22,7 +22,7 @@ import json
 import logging
 import random
 import ssl
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -234,15 +234,20 @@ def claimed_from_wire(data: dict[str, Any]) -> uc.ClaimedJob:
 
 
 class HttpJobLeases:
-    """The JobLeases port over the Job API. `claim` long-polls core for up to `wait_s`."""
+    """The JobLeases port over the Job API. `claim` long-polls core for up to `wait_s`; with
+    `stats`, each claim also carries the worker's figures (its scratch use) for core's /metrics."""
 
-    def __init__(self, core: CoreClient, wait_s: float = 20.0) -> None:
-        self._core, self._wait_s = core, wait_s
+    def __init__(
+        self, core: CoreClient, wait_s: float = 20.0, stats: Callable[[], dict[str, int]] | None = None
+    ) -> None:
+        self._core, self._wait_s, self._stats = core, wait_s, stats
 
     async def claim(
         self, worker_id: WorkerId, limit: int, max_source_bytes: int | None = None
     ) -> Sequence[uc.ClaimedJob]:
-        body = {"wait_s": self._wait_s, "limit": limit, "max_source_bytes": max_source_bytes}
+        body: dict[str, Any] = {"wait_s": self._wait_s, "limit": limit, "max_source_bytes": max_source_bytes}
+        if self._stats is not None:
+            body["stats"] = self._stats()
         answer = await self._core.call("POST", "/v1/jobs/claim", body, timeout=self._wait_s + 15.0)
         return [claimed_from_wire(job) for job in answer["jobs"]]
 

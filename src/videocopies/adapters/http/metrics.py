@@ -17,6 +17,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from videocopies.adapters.postgres.figures import QueueFigures
+from videocopies.adapters.postgres.objects import ObjectFigures
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _COPY_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
@@ -25,8 +26,14 @@ _EDGE_NODES = 64
 
 
 class CoreMetrics:
-    def __init__(self, figures: Callable[[], Awaitable[QueueFigures]] | None = None) -> None:
-        self._figures = figures
+    def __init__(
+        self, figures: Callable[[], Awaitable[QueueFigures]] | None = None,
+        objects: Callable[[], Awaitable[ObjectFigures]] | None = None,
+        store_disk: Callable[[], tuple[int, int]] | None = None,
+    ) -> None:
+        """`objects`: the store's contents by kind and state; `store_disk`: the store's disk
+        (total, free bytes), for a store on a local filesystem."""
+        self._figures, self._objects, self._store_disk = figures, objects, store_disk
         self._last_copy: dict[str, float] = {}  # job id -> when its claim or last copy was seen
         self.registry = CollectorRegistry()
         self.money = CollectorRegistry()
@@ -56,6 +63,27 @@ class CoreMetrics:
             "Messages never sent, by why: blocked, chat_not_found, too_large, rejected, gave_up, attempts, error",
             ["why"], **on,
         )
+        self.objects_deleted = Counter(
+            "videocopies_objects_deleted", "Objects the lifecycle deleted from the store, by kind (source, copy, "
+            "stray)", ["kind"], **on,
+        )
+        self.object_deletes_failed = Counter(
+            "videocopies_object_deletes_failed", "Deletes the store refused (tried again next pass)", **on
+        )
+        self._object_count = Gauge(
+            "videocopies_objects", "Objects with a row, by kind and state", ["kind", "state"], **on
+        )
+        self._object_bytes = Gauge(
+            "videocopies_object_bytes", "Bytes of objects with a row, by kind and state", ["kind", "state"], **on
+        )
+        self._store_disk_gauge = Gauge(
+            "videocopies_store_disk_bytes", "The local store's disk: total and free bytes", ["what"], **on
+        )
+        self._scratch = Gauge(
+            "videocopies_scratch", "A node's scratch directory as it last reported it: bytes and files",
+            ["role", "node", "what"], **on,
+        )
+        self.scratch: dict[tuple[str, str], dict[str, int]] = {}  # (role, node) -> its scratch figures
         self._edge: dict[str, Gauge] = {}
         self.edges: dict[str, dict[str, Any]] = {}  # node -> its latest counters, and when they came
         self._depth = Gauge("videocopies_queue_jobs", "Unfinished jobs, by state", ["state"], **on)
@@ -105,9 +133,40 @@ class CoreMetrics:
             gauge.labels(node).set(value)
         if node in self.edges or len(self.edges) < _EDGE_NODES:
             self.edges[node] = {"at": at.isoformat(), **stats}
+        if "scratch_used_bytes" in stats:
+            self.scratch_reported("edge", node, stats["scratch_used_bytes"], stats.get("scratch_files", 0))
+
+    def objects_swept(self, result: Any) -> None:
+        """One pass of the object lifecycle (application.objects.SweepResult)."""
+        for kind, count in result.deleted.items():
+            self.objects_deleted.labels(kind).inc(count)
+        self.object_deletes_failed.inc(result.failed)
+
+    def scratch_reported(self, role: str, node: str, used_bytes: int, files: int) -> None:
+        """A worker's or edge's scratch directory, as the node measured it."""
+        if len(self.scratch) < _EDGE_NODES or (role, node) in self.scratch:
+            self._scratch.labels(role, node, "bytes").set(used_bytes)
+            self._scratch.labels(role, node, "files").set(files)
+            self.scratch[(role, node)] = {"bytes": used_bytes, "files": files}
+
+    async def _read_objects(self) -> None:
+        if self._objects is not None:
+            figures = await self._objects()
+            for kind in ("source", "copy"):
+                for state in ("stored", "delivered", "deleted"):
+                    self._object_count.labels(kind, state).set(figures.counts.get((kind, state), 0))
+                    self._object_bytes.labels(kind, state).set(figures.sizes.get((kind, state), 0))
+        if self._store_disk is not None:
+            total, free = self._store_disk()
+            self._store_disk_gauge.labels("total").set(total)
+            self._store_disk_gauge.labels("free").set(free)
 
     async def render(self, money: bool = False) -> bytes:
         """The figures; with `money`, the money figures too."""
+        try:
+            await self._read_objects()
+        except Exception:  # noqa: BLE001 - the other figures still tell something
+            self._scrape_failed.set(1)
         if self._figures is None:
             return self._exposed(money)
         try:

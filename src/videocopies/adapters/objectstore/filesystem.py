@@ -10,7 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from videocopies.adapters.objectstore.errors import ChecksumMismatch, ObjectNotFound, StorageUnavailable
-from videocopies.adapters.objectstore.files import ObjectInfo, copy_hashing, hash_file, open_temp_beside
+from videocopies.adapters.objectstore.files import TEMP_SUFFIX, ObjectInfo, copy_hashing, hash_file, open_temp_beside
 from videocopies.adapters.objectstore.keys import check_key, check_prefix
 
 SHA256_XATTR = "user.videocopies.sha256"
@@ -98,6 +98,25 @@ class FilesystemObjectStore:
             return count
 
         return await asyncio.to_thread(delete_all)
+
+    async def keys(self, prefix: str) -> list[str]:
+        """Every key under `prefix/`; files still being written (temp files) are not objects yet."""
+        directory = self.root / check_prefix(prefix)
+
+        def listed() -> list[str]:
+            if not directory.is_dir():
+                return []
+            return sorted(
+                p.relative_to(self.root).as_posix() for p in directory.rglob("*")
+                if p.is_file() and not p.name.endswith(TEMP_SUFFIX)
+            )
+
+        return await asyncio.to_thread(listed)
+
+    def disk_usage(self) -> tuple[int, int]:
+        """The store's disk: total and free bytes (the disk workers and edge may share with it)."""
+        usage = shutil.disk_usage(self.root if self.root.exists() else self.root.parent)
+        return usage.total, usage.free
 
     async def presigned_url(self, key: str, ttl: timedelta) -> str:
         """A `file://` URL, for local use only (the all-in-one role, tests): it grants nothing and never expires."""
