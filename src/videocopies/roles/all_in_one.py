@@ -160,6 +160,7 @@ def running(data: Path, env: dict[str, str], say: Callable[[str], None] = print)
                 url, quote_secret=kept_secret(data, env, "VIDEOCOPIES_QUOTE_SECRET", "quote-secret")[0],
                 VIDEOCOPIES_BOT_TOKEN=bot_token, VIDEOCOPIES_TELEGRAM_URL=telegram_url or "",
                 VIDEOCOPIES_TELEGRAM_LOCAL="1" if local else "0",
+                VIDEOCOPIES_STORE_DIR=str(data / "objects"),  # for the object lifecycle: it deletes there
             )
             core.start()
             stack.callback(_stop_core, core)
