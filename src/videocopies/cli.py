@@ -26,6 +26,8 @@ def _db(args: argparse.Namespace) -> int:
         elif args.action == "upgrade":
             status = migrate.upgrade(url)
             migrate.check(url)
+        elif args.action == "prune":
+            return _prune(url, args.dry_run, args.json)
         elif args.action == "capacity":
             migrate.check(url)
             print(f"capacity slots: {migrate.set_capacity(url, args.slots)}")
@@ -36,6 +38,41 @@ def _db(args: argparse.Namespace) -> int:
         print(f"videocopies db {args.action}: {refused}", file=sys.stderr)
         return 2
     print(status.describe())
+    return 0
+
+
+def _prune(url: str, dry_run: bool, as_json: bool) -> int:
+    """Prints per table the rows deleted (or, with `dry_run`, that would be)."""
+    import asyncio
+    import json
+
+    from psycopg_pool import AsyncConnectionPool
+
+    from videocopies.adapters.postgres import migrate
+    from videocopies.adapters.postgres.retention import PostgresTransientRows
+    from videocopies.adapters.system import SystemClock
+    from videocopies.application.retention import PruneTables
+    from videocopies.settings import pruning_from_env
+
+    pruning = pruning_from_env(os.environ)
+    migrate.check(url)
+
+    async def prune() -> dict[str, int]:
+        pool = AsyncConnectionPool(url, min_size=1, max_size=1, open=False, kwargs={"prepare_threshold": None})
+        await pool.open(wait=True, timeout=30)
+        try:
+            rows = PostgresTransientRows(pool)
+            pruned = await PruneTables(rows, SystemClock(), pruning["retention"], pruning["prune_batch"])(dry_run)
+        finally:
+            await pool.close()
+        return {table.value: count for table, count in pruned.rows.items()}
+
+    counts = asyncio.run(prune())
+    verb = "would delete" if dry_run else "deleted"
+    for table, count in counts.items():
+        print(f"{table}: {verb} {count} rows")
+    if as_json:
+        print(json.dumps({**counts, "dry_run": dry_run}))
     return 0
 
 
@@ -55,12 +92,17 @@ def main(argv: list[str] | None = None) -> int:
     aio = commands.add_parser("all-in-one", help="every role on this machine (the simulator unless a bot token is set)")
     aio.add_argument("--data", type=Path, default=Path("var/all-in-one"), help="where its database and files live")
     aio.add_argument("--demo", action="store_true", help="run the scripted user's order through it, then stop")
-    db = commands.add_parser("db", help="create, upgrade or check the database schema")
+    db = commands.add_parser("db", help="create, upgrade or check the database schema; prune old rows")
     db_actions = db.add_subparsers(dest="action", required=True)
     init = db_actions.add_parser("init", help="create the database (if missing) and its schema")
     init.add_argument("--capacity", type=int, default=10_000, help="capacity slots (orders in progress)")
     db_actions.add_parser("upgrade", help="apply pending migrations to an initialised database")
     db_actions.add_parser("check", help="refuse (exit 2) a missing, empty or incompatible database")
+    prune = db_actions.add_parser(
+        "prune", help="delete transient rows past their retention (VIDEOCOPIES_RETENTION_*_S); money rows are kept"
+    )
+    prune.add_argument("--dry-run", action="store_true", help="delete nothing; print what would be deleted")
+    prune.add_argument("--json", action="store_true", help="also print the counts as one JSON line")
     capacity = db_actions.add_parser("capacity", help="set the number of capacity slots")
     capacity.add_argument("slots", type=int)
     backup = commands.add_parser("backup", help="make a backup, or prove one restores and is sound")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
+from typing import Any
 
 import attrs
 
@@ -13,6 +14,7 @@ from videocopies.domain.objects import Lifetimes
 from videocopies.domain.payments import DEFAULT_PACKAGES, CoinPackage, PackageCatalog
 from videocopies.domain.pricing import MIN_SECRET_BYTES, PricingPolicy, QuoteKeys, Tariff
 from videocopies.domain.quality import QualityThresholds
+from videocopies.domain.retention import CheckpointsOutliveCopies, RetentionPolicy
 
 DEFAULT_TARIFF = Tariff(version=1, per_copy={1: 5, 5: 4, 10: 3})
 
@@ -36,6 +38,9 @@ class Settings:
     # How long sources and copies stay in the store, and how often core's lifecycle duty runs.
     object_lifetimes: Lifetimes = Lifetimes()
     objects_sweep_every: timedelta = timedelta(minutes=1)
+    retention: RetentionPolicy = RetentionPolicy()
+    prune_every: timedelta | None = timedelta(minutes=10)  # None: no automatic pruning
+    prune_batch: int | None = 1000  # None: each table in one statement
 
     @quote_keys.default
     def _quote_keys(self) -> QuoteKeys:
@@ -69,6 +74,7 @@ class Settings:
             ),
             orders_per_hour=int(env["VIDEOCOPIES_ORDERS_PER_HOUR"]) or None if "VIDEOCOPIES_ORDERS_PER_HOUR" in env
             else 30,
+            **pruning_from_env(env),
         )
 
 
@@ -170,3 +176,40 @@ def quality_thresholds(env: dict[str, str] | None = None) -> QualityThresholds:
         min_phash_distance=float(env.get("VIDEOCOPIES_MIN_PHASH_DISTANCE", defaults.min_phash_distance)),
         min_pair_distance=float(env.get("VIDEOCOPIES_MIN_PAIR_DISTANCE", defaults.min_pair_distance)),
     )
+
+
+_RETENTION = {  # env name -> the policy's field; seconds, 0 allowed
+    "VIDEOCOPIES_RETENTION_INBOX_S": "inbox", "VIDEOCOPIES_RETENTION_OUTBOX_S": "outbox",
+    "VIDEOCOPIES_RETENTION_RECEIPTS_S": "receipts", "VIDEOCOPIES_RETENTION_QUOTES_S": "quotes",
+    "VIDEOCOPIES_RETENTION_CHECKPOINTS_S": "checkpoints",
+}
+
+
+def pruning_from_env(env: os._Environ[str] | dict[str, str]) -> dict[str, Any]:
+    """VIDEOCOPIES_RETENTION_{INBOX,OUTBOX,RECEIPTS,QUOTES,CHECKPOINTS}_S (how long a row is kept
+    past its end state), VIDEOCOPIES_PRUNE_EVERY_S (0: no automatic pruning) and
+    VIDEOCOPIES_PRUNE_BATCH (rows per transaction; 0: a table at once). A checkpoint must
+    outlive its copy: its retention is at least VIDEOCOPIES_COPY_RETENTION_S +
+    VIDEOCOPIES_SOURCE_GRACE_S."""
+    defaults = RetentionPolicy()
+    policy = RetentionPolicy(**{
+        field: _period(env, name, getattr(defaults, field).total_seconds()) for name, field in _RETENTION.items()
+    })
+    copy_lifetime = (_period(env, "VIDEOCOPIES_COPY_RETENTION_S", 86400)
+                     + _period(env, "VIDEOCOPIES_SOURCE_GRACE_S", 3600))
+    try:
+        policy.check_copy_lifetime(copy_lifetime)
+    except CheckpointsOutliveCopies:
+        raise SystemExit(
+            f"VIDEOCOPIES_RETENTION_CHECKPOINTS_S is {policy.checkpoints.total_seconds():g}: a checkpoint names its"
+            f" copy, so it must be kept at least as long as a copy may be stored, {copy_lifetime.total_seconds():g} s"
+            " (VIDEOCOPIES_COPY_RETENTION_S + VIDEOCOPIES_SOURCE_GRACE_S)"
+        ) from None
+    every = _period(env, "VIDEOCOPIES_PRUNE_EVERY_S", 600)
+    batch = env.get("VIDEOCOPIES_PRUNE_BATCH", "1000").strip() or "1000"
+    if not batch.isdigit():
+        raise SystemExit(f"VIDEOCOPIES_PRUNE_BATCH must be a number of rows, not {batch!r}")
+    return {
+        "retention": policy, "prune_every": every or None,
+        "prune_batch": int(batch) or None,
+    }

@@ -23,6 +23,8 @@ from psycopg_pool import AsyncConnectionPool
 from videocopies.domain.retention import Transient
 
 _FIRST_TIME = datetime(1, 1, 1, tzinfo=UTC)
+# What a due row must not have is looked up row by row (scalar subqueries, by primary or
+# unique key): as NOT EXISTS the planner hashed all of jobs for every batch.
 _OPEN_JOB = "('queued', 'leased')"
 _CLOSED_JOB = "('done', 'failed', 'cancelled')"
 
@@ -89,7 +91,7 @@ WALKS = {
      ORDER BY r.created_at, r.receipt_id LIMIT %(limit)s""",
         due=f"""
     SELECT w.receipt_id AS row FROM walked w
-     WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = w.job_id AND j.state IN {_OPEN_JOB})""",
+     WHERE coalesce((SELECT j.state FROM jobs j WHERE j.job_id = w.job_id), 'gone') NOT IN {_OPEN_JOB}""",
         recheck="true", row="receipt_id",
     ),
     # Orders that stayed quotes: nothing was reserved, queued or given a slot for them.
@@ -103,9 +105,9 @@ WALKS = {
      ORDER BY o.quote_expires_at, o.order_id LIMIT %(limit)s""",
         due="""
     SELECT w.order_id AS row FROM walked w
-     WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.order_id = w.order_id)
-       AND NOT EXISTS (SELECT 1 FROM capacity_slots s WHERE s.order_id = w.order_id)
-       AND NOT EXISTS (SELECT 1 FROM coin_reservations r WHERE r.order_id = w.order_id)""",
+     WHERE (SELECT 1 FROM jobs j WHERE j.order_id = w.order_id) IS NULL
+       AND (SELECT 1 FROM capacity_slots s WHERE s.order_id = w.order_id) IS NULL
+       AND (SELECT 1 FROM coin_reservations r WHERE r.order_id = w.order_id) IS NULL""",
         recheck="t.state = 'quoted'", row="order_id",
     ),
     # A closed job's checkpoints, once the copy each names is gone from the store.
@@ -118,9 +120,9 @@ WALKS = {
        AND (c.created_at, c.job_id, c.idx) > (%(k0)s, %(k1)s, %(k2)s)
      ORDER BY c.created_at, c.job_id, c.idx LIMIT %(limit)s""",
         due=f"""
-    SELECT w.at AS row FROM walked w JOIN jobs j ON j.job_id = w.job_id
-     WHERE j.state IN {_CLOSED_JOB}
-       AND NOT EXISTS (SELECT 1 FROM stored_objects s WHERE s.key = w.object_key AND s.state <> 'deleted')""",
+    SELECT w.at AS row FROM walked w
+     WHERE (SELECT j.state FROM jobs j WHERE j.job_id = w.job_id) IN {_CLOSED_JOB}
+       AND coalesce((SELECT s.state FROM stored_objects s WHERE s.key = w.object_key), 'deleted') = 'deleted'""",
         recheck="true", row="ctid",
     ),
 }
