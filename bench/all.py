@@ -6,8 +6,7 @@ its target, got worse than its recorded value by more than its noise band, or wa
 
     uv run python bench/all.py                         # every benchmark, each as its `command` says
     uv run python bench/all.py --only job_api,ingress  # a subset
-    uv run python bench/all.py --quick                 # small arguments: a smoke run, judged by nothing but
-                                                       # whether every headline was printed; never recorded
+    uv run python bench/all.py --quick                 # small arguments, a smoke run; never recorded
     uv run python bench/all.py --record                # write the new values (commit, date) and the docs table
     uv run python bench/all.py --write-docs            # only regenerate docs/benchmarks.md's table
 """
@@ -17,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import operator
+import os
 import shlex
 import subprocess
 import sys
@@ -40,6 +40,7 @@ OPS: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
     ">=": (operator.ge, "≥"),
     "==": (operator.eq, "="),
 }
+Recorded = dict[str, dict[str, Any]]  # figure → value, target, op, noise, command, commit, date, durable
 FIELDS = ("value", "target", "op", "noise", "command", "commit", "date", "durable")
 
 # Benchmarks in bench/ that all.py does not run, and why; every other one has headlines.
@@ -85,11 +86,11 @@ def arguments(command: str) -> list[str]:
     return words[script + 1:]
 
 
-def load(path: Path = RECORDED) -> dict[str, dict[str, Any]]:
+def load(path: Path = RECORDED) -> Recorded:
     return json.loads(path.read_text())
 
 
-def benchmarks(recorded: dict[str, dict[str, Any]]) -> list[str]:
+def benchmarks(recorded: Recorded) -> list[str]:
     """In the order their first headline appears in recorded.json."""
     return list(dict.fromkeys(benchmark_of(name) for name in recorded))
 
@@ -186,7 +187,7 @@ def table(rows: list[list[str]]) -> str:
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows)
 
 
-def docs_table(recorded: dict[str, dict[str, Any]]) -> str:
+def docs_table(recorded: Recorded) -> str:
     """The current table of docs/benchmarks.md, from recorded.json alone."""
     lines = [TABLE_BEGIN, "", "| benchmark | figure | value | target | met? | measured | command |",
              "|---|---|---:|---|---|---|---|"]
@@ -204,7 +205,7 @@ def docs_table(recorded: dict[str, dict[str, Any]]) -> str:
     return "\n".join([*lines, "", TABLE_END])
 
 
-def write_docs(recorded: dict[str, dict[str, Any]], path: Path = DOCS) -> None:
+def write_docs(recorded: Recorded, path: Path = DOCS) -> None:
     text = path.read_text()
     head, _, rest = text.partition(TABLE_BEGIN)
     _, found, tail = rest.partition(TABLE_END)
@@ -221,7 +222,7 @@ def current_commit() -> str:
     return commit + ("+uncommitted" if changed else "")
 
 
-def record(recorded: dict[str, dict[str, Any]], runs: list[Run], commit: str, date: str) -> list[str]:
+def record(recorded: Recorded, runs: list[Run], commit: str, date: str) -> list[str]:
     """The new values into `recorded` (in place); returns the figures written."""
     lines = {r.benchmark: r.line for r in runs if r.line is not None}
     written = []
@@ -234,6 +235,28 @@ def record(recorded: dict[str, dict[str, Any]], runs: list[Run], commit: str, da
     return written
 
 
+def verdicts(recorded: Recorded, runs: list[Run], quick: bool = False) -> tuple[list[list[str]], dict, list[str]]:
+    """The table's rows, the figures for the JSON line, and the headlines that fail the run (a
+    quick run fails only on a headline not printed: its small arguments say nothing of targets)."""
+    lines = {r.benchmark: r.line or {} for r in runs}
+    rows = [["figure", "value", "target", "recorded", "noise", "verdict"]]
+    figures, failed = {}, []
+    for name, spec in recorded.items():
+        if (line := lines.get(benchmark_of(name))) is None:
+            continue
+        value = value_in(line, name)
+        verdict = judge(spec, value, line.get("durable"))
+        if verdict.failed and (not quick or not verdict.measured):
+            failed.append(name)
+        kind = "" if spec["durable"] is None else " (durable)" if spec["durable"] else " (not durable)"
+        noise = "—" if spec["op"] == "==" else f"±{spec['noise']:.0%}" + (
+            f", ≥ {show(spec['noise_floor'])}" if spec.get("noise_floor") else "")
+        rows.append([name, show(value), target_text(spec), show(spec["value"]) + kind, noise, verdict.words()])
+        figures[name] = {"value": value, "target": spec["target"], "op": spec["op"], "recorded": spec["value"],
+                         "verdict": verdict.words()}
+    return rows, figures, failed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="benchmarks to run, comma-separated (e.g. confirm_wave,job_api)")
@@ -243,50 +266,31 @@ def main() -> None:
     args = parser.parse_args()
     recorded = load()
     if args.write_docs:
-        write_docs(recorded)
-        return
+        return write_docs(recorded)
     if args.quick and args.record:
         parser.error("quick runs are never recorded")
     chosen = benchmarks(recorded)
     if args.only:
-        wanted = args.only.split(",")
-        if unknown := set(wanted) - set(chosen):
+        if unknown := set(args.only.split(",")) - set(chosen):
             parser.error(f"no headline figures for {', '.join(sorted(unknown))}; known: {', '.join(chosen)}")
-        chosen = [b for b in chosen if b in wanted]
+        chosen = [b for b in chosen if b in args.only.split(",")]
     commands = {benchmark_of(name): spec["command"] for name, spec in recorded.items()}
+    load_before = round(os.getloadavg()[0], 2)
     runs = [run(b, QUICK.get(b, arguments(commands[b])) if args.quick else arguments(commands[b])) for b in chosen]
-
-    lines = {r.benchmark: r.line or {} for r in runs}
-    rows = [["figure", "value", "target", "recorded", "noise", "verdict"]]
-    figures, failed = {}, []
-    for name, spec in recorded.items():
-        if benchmark_of(name) not in lines:
-            continue
-        line = lines[benchmark_of(name)]
-        value = value_in(line, name)
-        verdict = judge(spec, value, line.get("durable"))
-        if verdict.failed and (not args.quick or not verdict.measured):
-            failed.append(name)
-        kind = "" if spec["durable"] is None else " (durable)" if spec["durable"] else " (not durable)"
-        noise = "—" if spec["op"] == "==" else f"±{spec['noise']:.0%}" + (
-            f", ≥ {show(spec['noise_floor'])}" if spec.get("noise_floor") else "")
-        rows.append([name, show(value), target_text(spec), show(spec["value"]) + kind, noise, verdict.words()])
-        figures[name] = {"value": value, "target": spec["target"], "op": spec["op"], "recorded": spec["value"],
-                         "verdict": verdict.words()}
-    print("\n" + table(rows), file=sys.stderr)
+    load_after = round(os.getloadavg()[0], 2)
+    rows, figures, failed = verdicts(recorded, runs, args.quick)
+    print(f"\nload average {load_before} before, {load_after} after\n" + table(rows), file=sys.stderr)
     if args.quick:
-        print("quick run: the figures above come from small arguments; only a figure not printed fails it",
-              file=sys.stderr)
+        print("quick run: small arguments; only a figure not printed fails it", file=sys.stderr)
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
     if args.record:
         written = record(recorded, runs, current_commit(), datetime.now(UTC).date().isoformat())
         RECORDED.write_text(json.dumps(recorded, indent=2, ensure_ascii=False) + "\n")
         write_docs(recorded)
-        print(f"recorded {len(written)} figures in {RECORDED.relative_to(ROOT)} and the table in docs",
-              file=sys.stderr)
+        print(f"recorded {len(written)} figures in bench/recorded.json and the docs table", file=sys.stderr)
     print(json.dumps({
-        "bench": "all", "quick": args.quick,
+        "bench": "all", "quick": args.quick, "load_average": [load_before, load_after],
         "benchmarks": {r.benchmark: {"exit": r.exit_code, "seconds": r.seconds, "args": r.args,
                                      "durable": (r.line or {}).get("durable")} for r in runs},
         "figures": figures, "failed": failed,

@@ -185,3 +185,14 @@ def test_write_docs_replaces_only_the_table(tmp_path: Path) -> None:
     page.write_text("# no markers\n")
     with pytest.raises(SystemExit):
         bench_all.write_docs({"a.x": spec()}, page)
+
+
+def test_a_run_fails_on_a_miss_a_regression_or_a_figure_not_printed_and_a_quick_run_only_on_the_last() -> None:
+    recorded = {"a.fast": spec(), "a.steady": spec(), "a.printed": spec(), "b.x": spec(), "c.skipped": spec()}
+    runs = [bench_all.Run("a", [], 0, 1.0, {"fast": 2.5, "steady": 1.5, "durable": True}),
+            bench_all.Run("b", [], 0, 1.0, {"x": 1.0, "durable": True})]
+    rows, figures, failed = bench_all.verdicts(recorded, runs)
+    assert failed == ["a.fast", "a.steady", "a.printed"]
+    assert figures["a.fast"]["verdict"] == "MISSES target, REGRESSED" and "c.skipped" not in figures
+    assert [row[0] for row in rows] == ["figure", "a.fast", "a.steady", "a.printed", "b.x"]
+    assert bench_all.verdicts(recorded, runs, quick=True)[2] == ["a.printed"]
