@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -80,6 +80,9 @@ class OrderRepository(Protocol):
 
 class JobRepository(Protocol):
     async def get(self, job_id: JobId) -> Job | None: ...
+    async def get_many(self, job_ids: Sequence[JobId]) -> Mapping[JobId, Job]:
+        """Lock and load these jobs together (those that exist), as `get` does one by one."""
+        ...
     async def for_order(self, order_id: OrderId) -> Job | None: ...
     async def add(self, job: Job) -> None: ...
     async def claimable(self, now: datetime, limit: int, max_source_bytes: int | None = None) -> Sequence[Job]:
@@ -91,6 +94,7 @@ class JobRepository(Protocol):
 
 class ReceiptRepository(Protocol):
     async def get(self, receipt_id: str) -> Receipt | None: ...
+    async def get_many(self, receipt_ids: Sequence[str]) -> Mapping[str, Receipt]: ...
     async def add(self, receipt: Receipt) -> None: ...
 
 

@@ -115,6 +115,9 @@ class _Jobs(_Aggregates[Job]):
         super().__init__(store.jobs, lambda j: j.job_id, "job")
         self._store, self._uow_id = store, uow_id
 
+    async def get_many(self, job_ids: Sequence[JobId]) -> dict[JobId, Job]:
+        return {job_id: job for job_id in dict.fromkeys(job_ids) if (job := self._load(job_id)) is not None}
+
     async def for_order(self, order_id: OrderId) -> Job | None:
         for key, job in [*self._table.items(), *self.added.items()]:
             if job.order_id == order_id:
@@ -162,6 +165,9 @@ class _Receipts:
 
     async def get(self, receipt_id: str) -> Receipt | None:
         return self.added.get(receipt_id) or self._store.receipts.get(receipt_id)
+
+    async def get_many(self, receipt_ids: Sequence[str]) -> dict[str, Receipt]:
+        return {rid: receipt for rid in dict.fromkeys(receipt_ids) if (receipt := await self.get(rid)) is not None}
 
     async def add(self, receipt: Receipt) -> None:
         if receipt.receipt_id in self._store.receipts or receipt.receipt_id in self.added:

@@ -98,6 +98,14 @@ SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoi
   FROM jobs j WHERE j.job_id = ANY(%(job_ids)s)
  ORDER BY j.created_at, j.job_id;
 
+-- load_jobs_locked --
+-- Many jobs with their checkpoints, as load_job, locking the rows in one order (job id) so two
+-- batches never wait on each other in a cycle.
+SELECT j.*, (SELECT s.version FROM jobs s WHERE s.job_id = j.job_id) AS seen_version,
+       (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
+         WHERE c.job_id = j.job_id) AS checkpoints
+  FROM jobs j WHERE j.job_id = ANY(%(job_ids)s) ORDER BY j.job_id FOR UPDATE OF j;
+
 -- claimable_jobs --
 -- Lapsed leases first, then queued jobs oldest first; rows another claimer holds are skipped.
 -- Only ids here: the rows are read by load_jobs in the next statement, after the locks.
@@ -149,6 +157,9 @@ VALUES (%(job_id)s, %(idx)s, %(object_key)s, %(size)s, %(sha256)s, %(duration_s)
 
 -- get_receipt --
 SELECT receipt_id, fingerprint, result FROM receipts WHERE receipt_id = %(receipt_id)s;
+
+-- get_receipts --
+SELECT receipt_id, fingerprint, result FROM receipts WHERE receipt_id = ANY(%(receipt_ids)s);
 
 -- insert_receipt --
 INSERT INTO receipts (receipt_id, fingerprint, result, created_at)

@@ -248,6 +248,26 @@ class PostgresJobs:
         row = await self._uow.locked_fetchone("load_job", {"job_id": job_id})
         return None if row is None else self._track(row)
 
+    async def get_many(self, job_ids: Sequence[JobId]) -> dict[JobId, Job]:
+        """One round trip for the lot; a row whose lock was waited for is read again (see
+        `locked_fetchone`), together with any others that were."""
+        found: dict[JobId, Job] = {}
+        wanted: list[JobId] = []
+        for job_id in dict.fromkeys(job_ids):
+            known = self.added.get(job_id) or (self.loaded[job_id][0] if job_id in self.loaded else None)
+            if known is not None:
+                found[job_id] = known
+            else:
+                wanted.append(job_id)
+        if wanted:
+            rows = await self._uow.fetchall("load_jobs_locked", {"job_ids": wanted})
+            if lagging := [row["job_id"] for row in rows if row["seen_version"] != row["version"]]:
+                fresh = {r["job_id"]: r for r in await self._uow.fetchall("load_jobs_locked", {"job_ids": lagging})}
+                rows = [fresh.get(row["job_id"], row) for row in rows]
+            for row in rows:
+                found[JobId(row["job_id"])] = self._track(row)
+        return found
+
     async def for_order(self, order_id: OrderId) -> Job | None:
         for job in self.added.values():
             if job.order_id == order_id:
@@ -298,6 +318,10 @@ class PostgresReceipts:
     async def get(self, receipt_id: str) -> Receipt | None:
         row = await self._uow.fetchone("get_receipt", {"receipt_id": receipt_id})
         return None if row is None else Receipt(row["receipt_id"], row["fingerprint"], row["result"])
+
+    async def get_many(self, receipt_ids: Sequence[str]) -> dict[str, Receipt]:
+        rows = await self._uow.fetchall("get_receipts", {"receipt_ids": list(dict.fromkeys(receipt_ids))})
+        return {row["receipt_id"]: Receipt(row["receipt_id"], row["fingerprint"], row["result"]) for row in rows}
 
     async def add(self, receipt: Receipt) -> None:
         self._uow.pending.append(

@@ -3,6 +3,7 @@
 from videocopies.application.use_cases.cancel_order import CancelOrder, CancelOrderCommand
 from videocopies.application.use_cases.claim_job import ClaimedJob, ClaimJob, ClaimJobCommand
 from videocopies.application.use_cases.coins import ExpireCoins, GrantCoins, GrantCoinsCommand, Granted
+from videocopies.application.use_cases.complete_jobs import CompleteJobs
 from videocopies.application.use_cases.confirm_order import ConfirmOrder, ConfirmOrderCommand
 from videocopies.application.use_cases.finish_job import (
     AcknowledgeCancel,
@@ -46,7 +47,7 @@ from videocopies.application.use_cases.undeliverable import (
 __all__ = [
     "AcknowledgeCancel", "CancelOrder", "CancelOrderCommand", "CheckpointCopy",
     "CheckpointCopyCommand", "ClaimJob", "ClaimJobCommand", "ClaimedJob", "CompleteJob",
-    "CompleteJobCommand", "ConfirmOrder", "ConfirmOrderCommand", "ConfirmPayments", "CreditPayment",
+    "CompleteJobCommand", "CompleteJobs", "ConfirmOrder", "ConfirmOrderCommand", "ConfirmPayments", "CreditPayment",
     "CreditPaymentCommand", "ExpireCoins", "ExpireLeases", "FailJob", "FailJobCommand",
     "GiveUpCopy", "GiveUpCopyCommand",
     "GiveUpDelivery", "GiveUpMessages", "GrantCoins", "GrantCoinsCommand", "Granted", "HeldJobView",

@@ -13,30 +13,35 @@ from videocopies.application.use_cases._common import (
     load_job,
     record_refusal,
 )
+from videocopies.application.use_cases.complete_jobs import (
+    CompleteJobCommand,
+    CompleteJobs,
+    Grouped,
+    completion_result,
+)
 from videocopies.domain.jobs import JobState, LeaseLost
 from videocopies.domain.receipts import Receipt
 from videocopies.domain.shared import JobId, OwnerToken, WorkerId
 
-
-@attrs.frozen
-class CompleteJobCommand:
-    job_id: JobId
-    token: OwnerToken
-    receipt_id: str
-    worker_id: WorkerId | None = None
-
-    def request(self) -> dict[str, Any]:
-        return {"op": "complete", "job_id": self.job_id, "token": self.token}
+__all__ = ["AcknowledgeCancel", "CompleteJob", "CompleteJobCommand", "ExpireLeases", "FailJob", "FailJobCommand"]
 
 
 class CompleteJob:
     """Close a job whose every copy is checkpointed and settle its order. A retry with the
-    same receipt id gets the stored answer; it never runs twice."""
+    same receipt id gets the stored answer; it never runs twice. Completions that arrive
+    while `lanes` others are being committed wait for the next and are committed together
+    (`CompleteJobs`): on a durable server one flush serves them all."""
 
-    def __init__(self, uow: UowFactory, clock: Clock) -> None:
+    def __init__(self, uow: UowFactory, clock: Clock, lanes: int = 2) -> None:
         self._uow, self._clock = uow, clock
+        self.together = CompleteJobs(uow, clock, self.alone)
+        self._grouped = Grouped(self.alone, self.together, lanes)
 
     async def __call__(self, cmd: CompleteJobCommand) -> dict[str, Any]:
+        return await self._grouped(cmd)
+
+    async def alone(self, cmd: CompleteJobCommand) -> dict[str, Any]:
+        """This completion in a transaction of its own."""
         now = self._clock.now()
         try:
             async with self._uow() as uow:
@@ -45,7 +50,7 @@ class CompleteJob:
                 job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
                 job.complete(cmd.token, now)
                 await close_order_for_job(uow, job, now)
-                result = {"job_id": job.job_id, "state": job.state.value, "copies": job.copies}
+                result = completion_result(job)
                 await uow.receipts.add(Receipt.record(cmd.receipt_id, cmd.request(), result))
                 await uow.commit()
                 return result
