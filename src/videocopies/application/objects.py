@@ -1,6 +1,8 @@
 """The object lifecycle: one pass deletes the sources and copies whose time is up, and the
-strays, a small batch at a time. A row says deleted only after the store's delete succeeded,
-so a store that is away loses nothing: the pass stops and the next one tries again."""
+strays, a small batch at a time. The deletion is decided first, under the rows' locks, so that
+a quote arriving meanwhile either keeps its source or is refused; a row says deleted only after
+the store's delete succeeded, so a store that is away loses nothing: the pass stops and the
+next one tries again."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import attrs
 from videocopies.application.ports import Clock
 from videocopies.domain.objects import Lifetimes, ObjectKind, ObjectState, StoredObject, strays
 
+# The kind of Conflict a quote or confirmation meets when its source's deletion was decided.
+SOURCE_GONE = "source_gone"
 PREFIXES = ("sources", "copies")  # what the service stores; anything else in the store is left alone
 
 
@@ -26,7 +30,16 @@ class ObjectRows(Protocol):
         """Objects of `kind` released (or delivered) before `before`, oldest first."""
         ...
 
-    async def mark_deleted(self, keys: Sequence[str], now: datetime) -> None: ...
+    async def begin_deleting(self, keys: Sequence[str], before: datetime, now: datetime) -> list[str]:
+        """Decide to delete those of `keys` (all of one kind, released or delivered before
+        `before`) that are still due, checked under their rows' locks: a source that an order or
+        a live quote took meanwhile is kept. Returns the keys whose deletion is decided; a quote
+        or confirmation that comes later for one of them is refused."""
+        ...
+
+    async def mark_deleted(self, keys: Sequence[str], now: datetime) -> None:
+        """The store's delete of these keys succeeded."""
+        ...
 
     async def look_up(self, keys: Sequence[str]) -> tuple[dict[str, ObjectState], set[str]]:
         """The state of each key's row, and the keys a row may still come for."""
@@ -74,8 +87,11 @@ class ObjectLifecycle:
     async def _expire(self, kind: ObjectKind, result: SweepResult) -> bool:
         """One batch; True when there may be more."""
         now = self._clock.now()
-        found = await self._rows.due(kind, self.lifetimes.released_before(kind, now), self._batch)
+        before = self.lifetimes.released_before(kind, now)
+        found = await self._rows.due(kind, before, self._batch)
         due = [o.key for o in found if o.is_due(now, self.lifetimes)]
+        if due:
+            due = await self._rows.begin_deleting(due, before, now)
         gone = await self._delete(due, result)
         result.deleted[kind.value] += len(gone)
         return len(found) == self._batch and len(gone) == len(due) and bool(due)

@@ -34,6 +34,9 @@ class Rows:
         ]
         return found[:limit]
 
+    async def begin_deleting(self, keys: Sequence[str], before: datetime, now: datetime) -> list[str]:
+        return list(keys)  # nothing takes a source here meanwhile
+
     async def mark_deleted(self, keys: Sequence[str], now: datetime) -> None:
         for key in keys:
             self.rows[key] = StoredObject(key, self.rows[key].kind, ObjectState.DELETED, now, deleted_at=now)

@@ -251,6 +251,15 @@ class PostgresInbox:
         return int(count)
 
 
+# A source is kept while its row says stored and no deletion was decided for it; a row that is
+# missing was forgotten after its deletion.
+_SOURCE = """
+SELECT u.source, coalesce(s.state = 'stored' AND s.deleted_at IS NULL, false) AS kept
+  FROM bot_users u LEFT JOIN stored_objects s ON s.key = u.source->>'source_key' AND s.kind = 'source'
+ WHERE u.user_id = %s
+"""
+
+
 class PostgresBotUsers:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool
@@ -283,8 +292,13 @@ class PostgresBotUsers:
             )
 
     async def source(self, user_id: UserId) -> StoredVideo | None:
-        row = await self._one("SELECT source FROM bot_users WHERE user_id = %s", user_id)
-        return StoredVideo(**row["source"]) if row and row["source"] else None
+        """The user's waiting video; its `source_key` is None once the store no longer keeps
+        the file (the object lifecycle deleted it, or decided to: see migration 0021)."""
+        row = await self._one(_SOURCE, user_id)
+        if not row or not row["source"]:
+            return None
+        video = StoredVideo(**row["source"])
+        return video if row["kept"] else attrs.evolve(video, source_key=None)
 
     async def language(self, user_id: UserId) -> str:
         row = await self._one("SELECT language FROM bot_users WHERE user_id = %s", user_id)

@@ -31,7 +31,8 @@ UPDATE stored_objects s SET released_at = %(now)s FROM orders o
 UPDATE stored_objects s SET released_at = %(now)s
  WHERE s.state <> 'deleted' AND s.released_at IS NULL AND s.kind = 'source' AND NOT {_SOURCE_IN_USE};
 UPDATE stored_objects s SET released_at = NULL
- WHERE s.state = 'stored' AND s.released_at IS NOT NULL AND s.kind = 'source' AND {_SOURCE_IN_USE};
+ WHERE s.state = 'stored' AND s.released_at IS NOT NULL AND s.deleted_at IS NULL AND s.kind = 'source'
+   AND {_SOURCE_IN_USE};
 """
 _COLUMNS = "key, kind, state, stored_at, size, sha256, order_id, delivered_at, released_at, deleted_at"
 _DUE_SOURCES = f"""
@@ -46,6 +47,21 @@ UNION ALL
 (SELECT {_COLUMNS} FROM stored_objects
   WHERE state = 'stored' AND released_at <= %(before)s AND kind = 'copy' ORDER BY released_at LIMIT %(limit)s)
 LIMIT %(limit)s
+"""
+# The decision to delete, under the rows' locks: a quote or a confirmation takes its source's row
+# too (migration 0021), so either it came first and the source is in use again (checked here by a
+# statement that starts after the lock was had, so it sees that order), or it comes after and is
+# refused. `deleted_at` on a row still stored: the store's delete is under way (or failed, and the
+# next pass tries again).
+_LOCK = "SELECT key FROM stored_objects WHERE key = ANY(%(keys)s) ORDER BY key FOR UPDATE"
+_BEGIN_DELETING = f"""
+UPDATE stored_objects s SET deleted_at = coalesce(s.deleted_at, %(now)s)
+ WHERE s.key = ANY(%(keys)s) AND s.state <> 'deleted'
+   AND (s.deleted_at IS NOT NULL
+        OR (s.kind = 'copy' AND s.state = 'delivered' AND s.delivered_at <= %(before)s)
+        OR (s.kind = 'copy' AND s.state = 'stored' AND s.released_at <= %(before)s)
+        OR (s.kind = 'source' AND s.state = 'stored' AND s.released_at <= %(before)s AND NOT {_SOURCE_IN_USE}))
+RETURNING s.key
 """
 _MARK_DELETED = """
 UPDATE stored_objects SET state = 'deleted', deleted_at = %(now)s WHERE key = ANY(%(keys)s) AND state <> 'deleted'
@@ -96,6 +112,13 @@ class PostgresObjectRows:
     async def due(self, kind: ObjectKind, before: datetime, limit: int) -> Sequence[StoredObject]:
         query = _DUE_SOURCES if kind is ObjectKind.SOURCE else _DUE_COPIES
         return [_object(row) for row in await self._rows(query, {"before": before, "limit": limit})]
+
+    async def begin_deleting(self, keys: Sequence[str], before: datetime, now: datetime) -> list[str]:
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute(_LOCK, {"keys": list(keys)})
+            cur = await conn.execute(_BEGIN_DELETING, {"keys": list(keys), "before": before, "now": now})
+            taken = {key for (key,) in await cur.fetchall()}
+        return [key for key in keys if key in taken]
 
     async def mark_deleted(self, keys: Sequence[str], now: datetime) -> None:
         async with self._pool.connection() as conn, conn.transaction():

@@ -15,7 +15,8 @@ import attrs
 
 from videocopies.application import use_cases as uc
 from videocopies.application.bot.events import UNREADABLE, BotUser, InboxEvent, PaidInvoice, StoredVideo
-from videocopies.application.errors import NotFound, ServiceBusy
+from videocopies.application.errors import Conflict, NotFound, ServiceBusy
+from videocopies.application.objects import SOURCE_GONE
 from videocopies.application.ports import Clock, OutboxMessage
 from videocopies.domain.coins import CoinAccount, InsufficientCoins, LotKind, parse_invite
 from videocopies.domain.orders import OrderNotInState, OrderState
@@ -275,8 +276,11 @@ class Conversation:
 
     async def _quote(self, user: BotUser, copies: int, replies: _Replies) -> None:
         source = await self.users.source(user.user_id)
-        if source is None or source.source_key is None:
+        if source is None:
             replies.screen("send_video_first")
+            return
+        if source.source_key is None:  # the store no longer keeps it
+            replies.screen("send_video_again")
             return
         if copies not in self.policy.current.offered:
             replies.screen("button_invalid")
@@ -288,9 +292,14 @@ class Conversation:
                 confirm_data=confirm_data(self.keys, quote.quote_id, quote.copies, quote.total),
             )
 
-        await self.quote_order(
-            uc.QuoteOrderCommand(user.user_id, source.source_key, copies, source.size, announce=announce)
-        )
+        try:
+            await self.quote_order(
+                uc.QuoteOrderCommand(user.user_id, source.source_key, copies, source.size, announce=announce)
+            )
+        except Conflict as refused:
+            if refused.kind != SOURCE_GONE:
+                raise
+            replies.screen("send_video_again")  # its deletion was decided just now
 
     async def _confirm(self, user: BotUser, quote_id: OrderId, copies: int, total: int, replies: _Replies) -> None:
         # The button's MAC proved core issued it for this quote, so the stored quote is
@@ -312,6 +321,10 @@ class Conversation:
             replies.screen("not_enough_coins", needed=short.needed, available=short.available)
         except ServiceBusy:
             replies.screen("busy")
+        except Conflict as refused:
+            if refused.kind != SOURCE_GONE:
+                raise
+            replies.screen("send_video_again")  # nothing reserved
 
     async def _cancel(self, user: BotUser, order_id: OrderId, replies: _Replies) -> None:
         try:
