@@ -55,6 +55,64 @@ class ListedStore(Protocol):
     async def delete(self, key: str) -> None: ...
 
 
+@attrs.frozen
+class ObjectTally:
+    """Objects of one kind in one state, and their bytes (from their rows)."""
+
+    kind: str
+    state: str
+    objects: int
+    bytes: int
+
+
+@attrs.frozen
+class StoreDisk:
+    """The disk of a store on a local filesystem (all-in-one: the workers' disk too)."""
+
+    total: int
+    free: int
+
+    @property
+    def used(self) -> int:
+        return self.total - self.free
+
+
+@attrs.frozen
+class ScratchUse:
+    """A worker's or edge's scratch directory, as the node last measured it."""
+
+    role: str
+    node: str
+    bytes: int
+    files: int
+
+
+@attrs.frozen
+class NodeFigures:
+    """What only a core knows, from the nodes that report to it: the store's disk (None: core
+    has no store on a local filesystem) and each node's scratch use."""
+
+    disk: StoreDisk | None
+    scratch: tuple[ScratchUse, ...]
+
+
+class ObjectTallies(Protocol):
+    async def tallies(self) -> Sequence[ObjectTally]: ...
+
+
+class CoreFigures(Protocol):
+    async def node_figures(self) -> NodeFigures:
+        """Raises CoreUnreachable when core cannot be asked."""
+        ...
+
+
+@attrs.define
+class CoreUnreachable(Exception):
+    """Core did not answer for its figures; `reason` says how."""
+
+    reason: str
+
+
 @attrs.define
 class SweepResult:
     deleted: dict[str, int] = attrs.Factory(lambda: {"source": 0, "copy": 0, "stray": 0})

@@ -4,7 +4,8 @@
 Configuration: VIDEOCOPIES_DATABASE_URL, VIDEOCOPIES_CONTROL_PASSWORD (required: the panel
 shows users' ledgers), VIDEOCOPIES_CONTROL_HOST / _PORT (127.0.0.1:8800),
 VIDEOCOPIES_CONTROL_INVENTORY (var/control/inventory.sqlite3), VIDEOCOPIES_CORE_URL
-(optional, only linked for core's /metrics), and the sign-in limits: at most
+(optional: linked for core's /metrics, and read from there for the storage page's store disk and
+nodes' scratch; VIDEOCOPIES_CORE_CA for a core served with a private CA), and the sign-in limits: at most
 VIDEOCOPIES_CONTROL_LOGIN_FAILURES wrong passwords (5) from one address and
 VIDEOCOPIES_CONTROL_LOGIN_ACCOUNT_FAILURES (20) from all together in
 VIDEOCOPIES_CONTROL_LOGIN_WINDOW_S (900) seconds.
@@ -26,10 +27,12 @@ import uvloop
 from fastapi import FastAPI
 
 from videocopies.adapters.http.control.app import ControlServices, create_app
+from videocopies.adapters.http.control.core_figures import CoreMetricsFigures
 from videocopies.adapters.http.control.login_limits import LoginLimits
 from videocopies.adapters.http.control.sessions import PanelSessions
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.control_views import PostgresControlReadModel, control_pool
+from videocopies.adapters.postgres.objects import PostgresObjectRows
 from videocopies.adapters.sqlite.inventory import SqliteServerInventory
 from videocopies.adapters.system import SystemClock
 
@@ -52,14 +55,15 @@ def login_limits_from_env(env: dict[str, str]) -> LoginLimits:
 
 def build(
     database_url: str, password: str, inventory: Path, core_url: str | None = None,
-    login_limits: LoginLimits | None = None,
+    login_limits: LoginLimits | None = None, core_ca: str | None = None,
 ) -> FastAPI:
     pool = control_pool(database_url)
     clock = SystemClock()
     services = ControlServices(
         read_model=PostgresControlReadModel(pool), inventory=SqliteServerInventory(inventory),
         sessions=PanelSessions(password, clock), clock=clock, core_url=core_url,
-        login_limits=login_limits or LoginLimits(),
+        login_limits=login_limits or LoginLimits(), objects=PostgresObjectRows(pool),
+        core_figures=CoreMetricsFigures(core_url, verify=core_ca or True) if core_url else None,
     )
     app = create_app(services)
 
@@ -97,7 +101,8 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
         print(f"videocopies control: {refused}", file=sys.stderr)
         return 2
     inventory = Path(env.get("VIDEOCOPIES_CONTROL_INVENTORY", str(DEFAULT_INVENTORY)))
-    app = build(database_url, password, inventory, env.get("VIDEOCOPIES_CORE_URL"), login_limits_from_env(env))
+    app = build(database_url, password, inventory, env.get("VIDEOCOPIES_CORE_URL"), login_limits_from_env(env),
+                core_ca=env.get("VIDEOCOPIES_CORE_CA"))
     host = host or env.get("VIDEOCOPIES_CONTROL_HOST", "127.0.0.1")
     port = port or int(env.get("VIDEOCOPIES_CONTROL_PORT", "8800"))
     log.info("control panel on http://%s:%d/ (inventory %s)", host, port, inventory)

@@ -11,6 +11,7 @@ import attrs
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from videocopies.application.objects import ObjectTally
 from videocopies.domain.objects import ObjectKind, ObjectState, StoredObject
 
 _OPEN_ORDER = "('confirmed', 'running', 'cancelling')"
@@ -144,6 +145,14 @@ class PostgresObjectRows:
         return ObjectFigures(
             {(r["kind"], r["state"]): int(r["objects"]) for r in rows},
             {(r["kind"], r["state"]): int(r["bytes"]) for r in rows},
+        )
+
+    async def tallies(self) -> list[ObjectTally]:
+        """The same figures for the control panel, by kind then state."""
+        rows = await self._rows(_FIGURES, {})
+        return sorted(
+            (ObjectTally(r["kind"], r["state"], int(r["objects"]), int(r["bytes"])) for r in rows),
+            key=lambda t: (t.kind != "source", ["stored", "delivered", "deleted"].index(t.state)),
         )
 
     async def _rows(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:

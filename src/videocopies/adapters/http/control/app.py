@@ -20,6 +20,7 @@ from videocopies.adapters.http.control.plots import bar_plot, line_plot
 from videocopies.adapters.http.control.sessions import COOKIE, PanelSessions, Session
 from videocopies.application.control import ControlReadModel, latency_series, minutes, throughput_series
 from videocopies.application.inventory import SERVER_ROLES, InvalidServer, Server, ServerExists, ServerInventory
+from videocopies.application.objects import CoreFigures, CoreUnreachable, ObjectTallies
 from videocopies.application.ports import Clock
 
 MAX_FORM_BYTES = 16 * 1024
@@ -46,6 +47,8 @@ class ControlServices:
     core_url: str | None = None  # linked for its /metrics; the panel never depends on it
     login_delay_s: float = 1.0  # a wrong password waits: guessing costs time
     login_limits: LoginLimits = attrs.field(factory=LoginLimits)
+    objects: ObjectTallies | None = None  # the store's objects by kind and state, from their rows
+    core_figures: CoreFigures | None = None  # the store's disk and the nodes' scratch, as core knows them
 
 
 def _environment() -> Environment:
@@ -55,7 +58,19 @@ def _environment() -> Environment:
     )
     env.filters["at"] = lambda value: value.strftime("%Y-%m-%d %H:%M:%S %Z") if value else "—"
     env.filters["seconds"] = lambda value: f"{value:.1f} s" if value is not None else "—"
+    env.filters["bytes"] = _bytes
     return env
+
+
+def _bytes(value: int | None) -> str:
+    if value is None:
+        return "—"
+    size, unit = float(value), "B"
+    for bigger in ("KiB", "MiB", "GiB", "TiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{value} B" if unit == "B" else f"{size:.1f} {unit}"
 
 
 def _ago(now: datetime) -> Callable[[datetime | None], str]:
@@ -161,6 +176,20 @@ def create_app(services: ControlServices) -> FastAPI:
         )
         return {"user_id": user_id, "ledger": ledger, "orders": orders_, "payments": payments_}
 
+    async def storage(_request: Request) -> dict[str, Any]:
+        """The store's budget: objects and bytes by kind and state, the store's disk, and each
+        worker's and edge's scratch; what could not be read is said, not left out."""
+        objects = await services.objects.tallies() if services.objects is not None else None
+        figures, unreachable = None, None
+        if services.core_figures is None:
+            unreachable = "core's address is not set (VIDEOCOPIES_CORE_URL)"
+        else:
+            try:
+                figures = await services.core_figures.node_figures()
+            except CoreUnreachable as away:
+                unreachable = away.reason
+        return {"objects": objects, "figures": figures, "unreachable": unreachable}
+
     async def servers_page(request: Request, error: str | None = None, status: int = 200) -> Response:
         session = signed_in(request)
         if session is None:
@@ -188,6 +217,24 @@ def create_app(services: ControlServices) -> FastAPI:
             {"unreadable": [{**attrs.asdict(row), "at": row.at.isoformat()} for row in rows]},
             headers=SECURITY_HEADERS,
         )
+
+    app.add_api_route("/storage", page("storage.html", storage), methods=["GET"], response_class=HTMLResponse)
+
+    @app.get("/storage.json")
+    async def storage_json(request: Request) -> Response:
+        """The same for scripts: {objects: [{kind, state, objects, bytes}], disk: {total, free,
+        used} | null, scratch: [{role, node, bytes, files}] | null, core_unreachable: str | null}."""
+        if signed_in(request) is None:
+            return to_login()
+        read = await storage(request)
+        figures = read["figures"]
+        return JSONResponse({
+            "objects": None if read["objects"] is None else [attrs.asdict(t) for t in read["objects"]],
+            "disk": None if figures is None or figures.disk is None
+            else {**attrs.asdict(figures.disk), "used": figures.disk.used},
+            "scratch": None if figures is None else [attrs.asdict(s) for s in figures.scratch],
+            "core_unreachable": read["unreachable"],
+        }, headers=SECURITY_HEADERS)
 
     @app.get("/users", response_class=HTMLResponse)
     async def find_user(request: Request, user_id: str = "") -> Response:
