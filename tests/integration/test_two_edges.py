@@ -24,7 +24,9 @@ UNPACED = {"VIDEOCOPIES_TELEGRAM_RATE": "100000", "VIDEOCOPIES_TELEGRAM_BURST": 
 
 def _holder(url: str) -> str | None:
     with psycopg.connect(url) as conn:
-        row = conn.execute("SELECT holder FROM duty_leases WHERE lease_until > now()").fetchone()
+        row = conn.execute(  # core holds duties of its own (pruning, the object lifecycle)
+            "SELECT holder FROM duty_leases WHERE duty = 'poll-telegram' AND lease_until > now()"
+        ).fetchone()
     return row[0] if row else None
 
 

@@ -17,7 +17,9 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -43,6 +45,7 @@ from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.objects import PostgresObjectRows
 from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
 from videocopies.adapters.postgres.peek import PostgresQueuePeek
+from videocopies.adapters.postgres.retention import PostgresTransientRows
 from videocopies.application import use_cases as uc
 from videocopies.application.bot.inbox import InboxProcessor
 from videocopies.application.claims import ClaimWaiters
@@ -50,6 +53,7 @@ from videocopies.application.duties import HoldDuty
 from videocopies.application.nodes import NodeAuthenticator
 from videocopies.application.objects import ListedStore, ObjectLifecycle
 from videocopies.application.ports import ObjectStore
+from videocopies.application.retention import PruneTables, keep_pruning
 from videocopies.roles import heap
 from videocopies.roles.containers import PostgresService
 from videocopies.roles.object_lifecycle import duty_ttl, keep_sweeping
@@ -228,6 +232,7 @@ class Core:
         self._store = store
         self._inbox: asyncio.Task[None] | None = None
         self._payments: asyncio.Task[None] | None = None
+        self._prune: asyncio.Task[None] | None = None
         self.app: FastAPI = create_app(self.services, self.edge, self.control)
         self.app.router.lifespan_context = self._lifespan
         self.app.add_exception_handler(psycopg.OperationalError, database_unavailable)
@@ -259,6 +264,13 @@ class Core:
             self._payments = asyncio.create_task(
                 reconcile_payments(self.container, self._stop, self.outbox_news.queued)
             )
+        if (pruning := self.container.settings()).prune_every is not None:  # one core at a time, by duty
+            clock = self.container.gateways.clock()
+            self._prune = asyncio.create_task(keep_pruning(
+                PruneTables(PostgresTransientRows(self.pool), clock, pruning.retention, pruning.prune_batch),
+                HoldDuty(PostgresDutyLeases(self.pool), clock, pruning.duty_ttl), clock,
+                f"core@{socket.gethostname()}:{os.getpid()}", secrets.token_hex(16), pruning.prune_every, self._stop,
+            ))
 
     def release_claims(self) -> None:
         """Shutting down: parked claims are answered empty now, not after their wait."""
@@ -269,7 +281,7 @@ class Core:
     async def stop(self) -> None:
         self._stop.set()
         await self.waiters.stop()
-        for task in (self._sweeps, self._inbox, self._payments, self._tidy):
+        for task in (self._sweeps, self._inbox, self._payments, self._tidy, self._prune):
             if task is not None:
                 await task
         if self._payment_bot is not None:
