@@ -5,9 +5,16 @@ Every role is a process of its own on the local stack: PostgreSQL behind PgBounc
 (transaction mode; LISTEN direct), SeaweedFS (S3), the Bot API simulator, core, edge and
 workers. Users order 1, 5 or 10 copies of a 1 s clip through the use cases, some cancel
 midway; every copy reaches the user through edge, so a copy is charged only when edge
-reports it delivered. Meanwhile, at seeded random points: SIGKILL of a worker (restarted),
-SIGSTOP of a worker past its lease then SIGCONT, restarts of core, PgBouncer and
-PostgreSQL, core's connections terminated, a worker's disk filled, the object store down.
+reports it delivered. A few other users buy coins through the bot (Telegram's payment flow).
+Meanwhile, at seeded random points: SIGKILL of a worker (restarted), SIGSTOP of a worker
+past its lease then SIGCONT, restarts of core, PgBouncer and PostgreSQL, SIGKILL of
+PostgreSQL's whole process tree (then crash recovery), core's connections terminated, a
+worker's disk filled, the object store down. PostgreSQL is durable (fsync, synchronous_commit,
+full_page_writes on): every confirmation, payment and delivery report acknowledged before a
+SIGKILL must be found after it.
+
+Then the drain: retention 0 for every table and object; each transient table's rows and the
+store's objects must be back where they were before the first order.
 
 Prints one JSON line: the figures that must be 0, and how many of each fault was injected.
 
@@ -34,8 +41,9 @@ import httpx
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).parent))
+import soak_drain as drain  # noqa: E402
 from _support import emit  # noqa: E402
-from soak_books import books, files_left, objects  # noqa: E402
+from soak_books import acknowledged, books, files_left, objects  # noqa: E402
 from soak_faults import Chaos  # noqa: E402
 from soak_stack import (  # noqa: E402
     BOT_TOKEN,
@@ -102,11 +110,16 @@ class Users:
         self.cancel_requests = 0
         self._uploaded: set[int] = set()
 
+    @property
+    def buyers(self) -> list[int]:
+        return [self._plan.users + 1 + n for n in range(self._plan.payments)]
+
     async def open(self) -> None:
         pool = self.service.gateways.pool()
         await pool.open(wait=True)
         async with httpx.AsyncClient(base_url=self._stack.sim_url) as sim:
-            users = [{"id": u, "first_name": f"U{u}", "language_code": "en"} for u in range(1, self._plan.users + 1)]
+            ids = [*range(1, self._plan.users + 1), *self.buyers]
+            users = [{"id": u, "first_name": f"U{u}", "language_code": "en"} for u in ids]
             (await sim.post("/_sim/users/bulk", json={"bot_token": BOT_TOKEN, "users": users})).raise_for_status()
             # A bot may write only to users who started it.
             actions = [{"user_id": u["id"], "text": "/start"} for u in users]
@@ -123,6 +136,11 @@ class Users:
         key, size = f"sources/{wish.user}/soak.mp4", self._clip.stat().st_size
         if wish.user not in self._uploaded:  # as the bot stores a video when it is sent
             self._uploaded.add(wish.user)
+            # Its row first, as edge's inbox event writes it: a key in the store with no row is
+            # a stray, which core's object lifecycle deletes.
+            await persist("source row", lambda: asyncio.to_thread(
+                fetch, self._stack.url, "INSERT INTO stored_objects (key, kind, user_id, size, state, stored_at) "
+                "VALUES (%s, 'source', %s, %s, 'stored', now()) ON CONFLICT (key) DO NOTHING", key, wish.user, size))
             await persist("upload", lambda: self._stack.store.put_file(key, self._clip))
         quote = await persist("quote", lambda: cases.quote_order()(
             uc.QuoteOrderCommand(UserId(wish.user), key, wish.copies, size)))
@@ -143,6 +161,46 @@ class Users:
             await persist("cancel", lambda: cases.cancel_order()(
                 uc.CancelOrderCommand(UserId(wish.user), OrderId(quote.quote_id))))
         return quote.quote_id
+
+
+async def buy(sim: httpx.AsyncClient, user: int, stars: int = 50) -> str | None:
+    """/buy, press the package, pay the invoice: the charge id once Telegram took the money
+    (the bot accepted the pre-checkout query), None when it was declined or nothing came."""
+    at = f"/_sim/users/{user}"
+
+    async def next_message(**match: str) -> dict[str, Any] | None:
+        answer = await sim.get(f"{at}/received/next", params={"timeout": 60, **match}, timeout=70)
+        return answer.json()["message"] if answer.status_code == 200 else None
+
+    seen = await sim.get(f"{at}/received")
+    after = max((e["seq"] for e in seen.json()), default=0)
+    (await sim.post(f"{at}/messages", json={"text": "/buy"})).raise_for_status()
+    packages = await next_message(contains="Telegram Stars", after=str(after))
+    if packages is None:
+        return None
+    press = {"message_id": packages["message_id"], "data": f"b:{stars}"}
+    (await sim.post(f"{at}/presses", json=press)).raise_for_status()
+    invoice = await next_message(method="sendInvoice")
+    if invoice is None:
+        return None
+    paid = await sim.post(f"{at}/payments", json={"message_id": invoice["message_id"]})
+    query = paid.raise_for_status().json()["pre_checkout_query_id"]
+    outcome = (await sim.get(f"{at}/payments/{query}", params={"wait": 30}, timeout=40)).json()
+    return str(outcome["telegram_payment_charge_id"]) if outcome["outcome"] == "paid" else None
+
+
+async def buy_all(users: Users, sim_url: str) -> list[str]:
+    """Each buyer buys one package, trying again (a new /buy) while the bot does not answer."""
+
+    async def one(user: int) -> str | None:
+        for _ in range(5):
+            if charge := await buy(sim, user):
+                return charge
+        return None
+
+    async with httpx.AsyncClient(base_url=sim_url, timeout=30) as sim:
+        charges = await asyncio.gather(*(one(user) for user in users.buyers))
+    return [c for c in charges if c]
 
 
 def open_orders(url: str, ids: list[str]) -> int:
@@ -170,12 +228,13 @@ async def place_all(users: Users, plan: SoakPlan, url: str, all_wishes: list[Wis
 
 
 def settle(stack: Stack, users: Users, timeout_s: float) -> None:
-    """Until every order is final and every copy message is sent (or the time is up)."""
+    """Until every order is final, every message is sent and every update handled (or the time is up)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         with contextlib.suppress(psycopg.Error):
-            unsent = fetch(stack.url, "SELECT count(*) FROM outbox WHERE sent_at IS NULL")[0][0]
-            if open_orders(stack.url, users.confirmed) == 0 and unsent == 0:
+            (unsent, unhandled), = fetch(stack.url, "SELECT (SELECT count(*) FROM outbox WHERE sent_at IS NULL), "
+                                         "(SELECT count(*) FROM inbox WHERE processed_at IS NULL)")
+            if open_orders(stack.url, users.confirmed) == 0 and unsent == 0 and unhandled == 0:
                 return
         time.sleep(1)
 
@@ -188,24 +247,34 @@ def soak(plan: SoakPlan, scratch: Path) -> dict[str, Any]:
     with stack(plan, scratch, notes) as built:
         users = Users(built, plan, clip)
 
+        start = drain.before(built)  # the transient rows and objects before any user came
+        phases = {"stack": time.monotonic() - started}
+
         async def drive(chaos: Chaos) -> None:
             await users.open()
             try:
-                await place_all(users, plan, built.url, wishes(plan, rng))
+                _, bought = await asyncio.gather(place_all(users, plan, built.url, wishes(plan, rng)),
+                                                 buy_all(users, built.sim_url))
+                paid.extend(bought)
             finally:
                 await users.close()
 
+        paid: list[str] = []
+
         with Chaos(built, plan, random.Random(plan.seed + 1), notes) as chaos:
             asyncio.run(drive(chaos))
+            phases["orders"] = time.monotonic() - started
             deadline = time.monotonic() + plan.settle_timeout_s
             while time.monotonic() < deadline and (
                 chaos.rounds < plan.min_rounds or open_orders(built.url, users.confirmed)
             ):
                 time.sleep(1)
+        phases["faults"] = time.monotonic() - started
         settle(built, users, plan.settle_timeout_s)
         time.sleep(3 * TIDY_S)  # core's pass over the closed jobs' stray copies
         figures = books(built, users.confirmed, chaos.zombies)
         figures.update(objects(built))
+        figures.update(acknowledged(built, users.confirmed, paid))
         stop_roles(built)
         figures["temp_files_left"] = files_left(built)
         (figures["copies_delivered"],), = fetch(built.url, "SELECT count(*) FROM coin_debits")
@@ -215,13 +284,19 @@ def soak(plan: SoakPlan, scratch: Path) -> dict[str, Any]:
         figures["faults"] = dict(chaos.injected)
         figures["fault_errors"] = chaos.errors
         figures["notes"] = notes
+        figures["durable"], figures["pg_settings"] = plan.durable, dict(plan.pg_settings)
+        phases["books"] = time.monotonic() - started
+        figures.update(drain.after(built, start))
+        phases["drain"] = time.monotonic() - started
+        figures["phases_s"] = {name: round(at, 1) for name, at in phases.items()}  # when each ended
         figures["seconds"] = round(time.monotonic() - started, 1)
         figures["log_tail"] = {r.name: list(r.tail)[-3:] for r in [*built.workers.values(), built.edge] if r}
     return figures
 
 
 MUST_BE_ZERO = ("lost", "double_charged", "charged_undelivered", "zombie_writes_accepted",
-                "ledger_invariant_violations", "temp_files_left", "orphan_objects", "dangling_rows")
+                "ledger_invariant_violations", "temp_files_left", "orphan_objects", "dangling_rows",
+                "acknowledged_lost", "growth_left")
 
 
 def main() -> None:
@@ -230,12 +305,16 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=25)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--seed", type=int, default=9)
+    parser.add_argument("--payments", type=int, default=8)
+    parser.add_argument("--pg-setting", action="append", default=[], metavar="NAME=VALUE",
+                        help="a PostgreSQL setting over the durable ones (synchronous_commit=off shows the loss)")
     parser.add_argument("--fault-every", type=float, default=6.0)
     parser.add_argument("--faults", default=",".join(FAULTS), help="the kinds of fault to inject")
     parser.add_argument("--verbose", action="store_true", help="also print the roles' last log lines")
     args = parser.parse_args()
     plan = SoakPlan(orders=args.orders, users=args.users, workers=args.workers, seed=args.seed,
-                    fault_every_s=args.fault_every, faults=tuple(args.faults.split(",")))
+                    fault_every_s=args.fault_every, faults=tuple(args.faults.split(",")), payments=args.payments,
+                    pg_settings=tuple(tuple(s.split("=", 1)) for s in args.pg_setting))  # type: ignore[misc]
     # A stop asked for by the operator still stops every server this run started.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     scratch = Path(tempfile.mkdtemp(prefix="videocopies-soak-"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import httpx
@@ -107,3 +108,51 @@ def files_left(stack: Stack) -> int:
     return sum(1 for d in dirs if d.exists() for p in d.rglob("*") if p.is_file())
 
 
+
+
+def acknowledged(stack: Stack, confirmed: list[str], paid: list[str]) -> dict[str, object]:
+    """Every acknowledgement the clients got, looked up in PostgreSQL: the users' confirmations
+    (the use case answered), and what core answered edge 2xx for (its log): inbox updates,
+    payments among them, and delivery reports. After SIGKILLs of the server, none may be missing.
+    A payment the user paid but core never acknowledged is not lost; `paid_uncredited` shows it."""
+    acks = [json.loads(line) for line in stack.acks_log.read_text().splitlines() if line.strip()] \
+        if stack.acks_log.exists() else []
+    updates = sorted({u for line in acks for u in line.get("inbox", [])})
+    payments = sorted({c for line in acks for c in line.get("payments", [])})
+    reports = sorted({r for line in acks for r in line.get("reports", [])})
+    found = {
+        "confirmations": {o for o, in fetch(stack.url, "SELECT order_id FROM orders WHERE order_id = ANY(%s) "
+                                            "AND state <> 'quoted'", confirmed)},
+        "inbox": {u for u, in fetch(stack.url, "SELECT update_id FROM inbox WHERE update_id = ANY(%s)", updates)},
+        "payments": {p for p, in fetch(stack.url, "SELECT external_id FROM payments WHERE external_id = ANY(%s)",
+                                       payments + paid)},
+        "reports": {m for m, in fetch(stack.url, "SELECT id FROM outbox WHERE id = ANY(%s) "
+                                      "AND sent_at IS NOT NULL", reports)},
+    }
+    wanted = {"confirmations": confirmed, "inbox": updates, "payments": payments, "reports": reports}
+    missing = {kind: sorted(set(ids) - found[kind]) for kind, ids in wanted.items()}
+    return {
+        "acknowledged": {kind: len(set(ids)) for kind, ids in wanted.items()},
+        "acknowledged_lost": sum(len(ids) for ids in missing.values()),
+        "acknowledged_missing": {kind: ids[:5] for kind, ids in missing.items() if ids},
+        "payments_paid": len(paid),
+        "paid_uncredited": len(set(paid) - found["payments"]),
+    }
+
+
+TRANSIENT = {
+    "inbox": "SELECT count(*) FROM inbox",
+    "outbox": "SELECT count(*) FROM outbox",
+    "receipts": "SELECT count(*) FROM receipts",
+    "unconfirmed_orders": "SELECT count(*) FROM orders WHERE state = 'quoted'",
+    "job_checkpoints": "SELECT count(*) FROM job_checkpoints",
+}
+
+
+def growth(stack: Stack, objects_table: str | None) -> dict[str, int]:
+    """Each transient table's rows and the objects in the store, now."""
+    counts = {name: int(fetch(stack.url, sql)[0][0]) for name, sql in TRANSIENT.items()}
+    if objects_table is not None:
+        counts[objects_table] = int(fetch(stack.url, f"SELECT count(*) FROM {objects_table}")[0][0])  # noqa: S608
+    counts["store_objects"] = len(stored_keys(stack.store))
+    return counts

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import signal
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import attrs
 from soak_stack import FAULTS, SoakPlan, Stack, fetch
+
+from videocopies.adapters.postgres.cluster import process_alive
 
 
 @attrs.define
@@ -107,6 +111,32 @@ class Chaos:
         time.sleep(1)
         self._stack.pg.start()
 
+    def postgres_killed(self) -> None:
+        """A power cut for the server's process tree: every process frozen (the postmaster first),
+        then killed, then the server started again on the same data directory (crash recovery)."""
+        pg = self._stack.pg
+        postmaster = pg.pid
+        if postmaster is None:
+            raise RuntimeError("no postmaster running")
+        os.kill(postmaster, signal.SIGSTOP)  # it forks no new children from here on
+        tree = [postmaster, *children(postmaster)]
+        for pid in tree[1:]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        for pid in tree:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        # Gone for good, not just dead: a zombie not yet reaped (here by init, within a second or
+        # so) would pass for a live server holding the lock files, which a power cut leaves stale.
+        deadline = time.monotonic() + 30
+        while any(Path(f"/proc/{pid}").exists() for pid in tree):
+            if time.monotonic() > deadline:
+                alive = [pid for pid in tree if process_alive(pid)]
+                raise RuntimeError(f"the server's processes outlived SIGKILL: {alive or tree} (alive or unreaped)")
+            time.sleep(0.05)
+        pg.stop()  # only forgets the dead server: nothing runs on its data directory
+        pg.start()
+
     def connections_dropped(self) -> None:
         # Core's connections (through PgBouncer, and its direct LISTEN), cut by the server.
         fetch(self._stack.url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -125,3 +155,14 @@ class Chaos:
         self._stack.seaweed.restart(down_s=3)
 
 
+
+
+def children(parent: int) -> list[int]:
+    """The processes whose parent is `parent`, read from /proc."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int(Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                    found.append(int(entry.name))
+    return found

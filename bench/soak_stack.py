@@ -28,7 +28,7 @@ SECRET = "soak-secret" * 3
 FINAL = ("done", "cancelled", "failed")
 TIDY_S = 3.0  # how often core removes copies stored but never checkpointed
 FAULTS = ("worker_killed", "worker_stopped", "core_restarted", "pgbouncer_restarted", "postgres_restarted",
-          "connections_dropped", "disk_filled", "storage_down")
+          "postgres_killed", "connections_dropped", "disk_filled", "storage_down")
 
 
 @attrs.frozen
@@ -43,6 +43,12 @@ class SoakPlan:
     in_flight: int = 10  # unfinished orders at a time: the queue stays busy, not endless
     min_rounds: int = 1  # every kind of fault at least this many times
     settle_timeout_s: float = 600.0
+    payments: int = 4  # coin packages bought through the bot, Telegram's payment flow
+    # Fsync, synchronous_commit and full_page_writes on, as users run it: a SIGKILL of the
+    # server may then lose nothing it acknowledged. `pg_settings` overrides (e.g. to show
+    # that synchronous_commit off loses acknowledged writes).
+    durable: bool = True
+    pg_settings: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.define
@@ -60,6 +66,11 @@ class Stack:
     tokens: dict[str, str] = attrs.field(factory=dict)
     edge: RoleProcess | None = None
     small_disk: Path | None = None
+
+    @property
+    def acks_log(self) -> Path:
+        """What core acknowledged to edge (inbox events, delivery reports), as edge saw it."""
+        return self.scratch / "edge-acks.jsonl"
 
     def work_dir(self, name: str) -> Path:
         if name == "w-disk" and self.small_disk is not None:
@@ -102,7 +113,9 @@ def stack(plan: SoakPlan, scratch: Path, notes: list[str]) -> Iterator[Stack]:
         servers = Path(tempfile.mkdtemp(prefix="videocopies-soak-servers-"))
         servers.chmod(0o711)
         cleanup.callback(shutil.rmtree, servers, True)
-        pg = cleanup.enter_context(LocalPostgres(base_dir=servers / "pg"))
+        pg = cleanup.enter_context(
+            LocalPostgres(base_dir=servers / "pg", durable=plan.durable, extra_settings=dict(plan.pg_settings))
+        )
         url = fresh_database(pg, "soak", capacity=64)
         bouncer = cleanup.enter_context(
             LocalPgBouncer(upstream_port=pg.port, default_pool_size=10, base_dir=servers / "pgbouncer")
@@ -129,7 +142,7 @@ def stack(plan: SoakPlan, scratch: Path, notes: list[str]) -> Iterator[Stack]:
         cleanup.callback(stop_roles, built)
         built.edge = RoleProcess("edge", edge_process(
             core.url, issue_token(url, "soak-edge", "edge"), BOT_TOKEN, sim_url, scratch / "work" / "edge",
-            VIDEOCOPIES_OUTBOX_HOLD_S="10",
+            VIDEOCOPIES_OUTBOX_HOLD_S="10", VIDEOCOPIES_EDGE_ACKS_LOG=str(built.acks_log),
         ))
         names = [f"w{i}" for i in range(plan.workers)] + (["w-disk"] if disk is not None else [])
         for name in names:

@@ -15,13 +15,15 @@ Telegram's limits: VIDEOCOPIES_TELEGRAM_RATE and _BURST (messages a second for t
 default 30 and 20), VIDEOCOPIES_TELEGRAM_CHAT_RATE and _CHAT_BURST (one chat, default 1 and 2);
 sizes follow the Bot API server in use (see `telegram_limits`). VIDEOCOPIES_TELEGRAM_PROXY
 sends every Bot API call through a proxy; VIDEOCOPIES_EDGE_SCRATCH_MB bounds the space that
-downloads in hand may take (default 2048).
+downloads in hand may take (default 2048). VIDEOCOPIES_EDGE_ACKS_LOG names a file where edge
+appends what core acknowledged (see `log_acknowledgements`): the soak's crash check reads it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -136,8 +138,32 @@ class EdgeParts:
         )
 
 
+def log_acknowledgements(core: CoreClient, path: Path) -> None:
+    """Append to `path`, one JSON line per call, the inbox events (update id, payment charge id)
+    and outbox reports (message id) core answered 2xx for: the client's own record, to check
+    after a crash of the database that nothing core acknowledged was lost. Changes nothing else."""
+    call = core.call
+
+    async def logged(method: str, where: str, body: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
+        answer = await call(method, where, body, timeout)  # raises unless core took it
+        if body is not None and where == "/v1/inbox":
+            line = {"inbox": [e.get("update_id") for e in body["events"]],
+                    "payments": [e["payment"]["charge_id"] for e in body["events"] if e.get("kind") == "payment"]}
+        elif body is not None and where == "/v1/outbox/reports":
+            line = {"reports": [r["id"] for r in body["reports"]]}
+        else:
+            return answer
+        with path.open("a") as acks:
+            acks.write(json.dumps(line) + "\n")
+        return answer
+
+    core.call = logged  # type: ignore[method-assign]
+
+
 async def serve(env: dict[str, str]) -> int:
     core = core_client_from_env(env)
+    if acks := env.get("VIDEOCOPIES_EDGE_ACKS_LOG"):
+        log_acknowledgements(core, Path(acks))
     bot = bot_from_env(env)
     parts: EdgeParts | None = None
     try:
