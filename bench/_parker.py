@@ -21,6 +21,7 @@ import uvloop
 
 async def park(url: str, tokens: list[str], clients: int, wait_s: float) -> None:
     received: dict[str, float] = {}
+    empty: list[float] = []  # when a wait ran out with nothing: each is a claim asked again
     errors = 0
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
@@ -34,7 +35,10 @@ async def park(url: str, tokens: list[str], clients: int, wait_s: float) -> None
             try:
                 answer = await http.post("/v1/jobs/claim", json={"wait_s": wait_s}, headers=headers)
                 answer.raise_for_status()
-                for job in answer.json()["jobs"]:
+                jobs = answer.json()["jobs"]
+                if not jobs:
+                    empty.append(time.time())
+                for job in jobs:
                     received[job["job_id"]] = time.time()
                     body = {"token": job["token"], "receipt_id": uuid.uuid4().hex}
                     done = await http.post(f"/v1/jobs/{job['job_id']}/complete", json=body, headers=headers)
@@ -51,7 +55,7 @@ async def park(url: str, tokens: list[str], clients: int, wait_s: float) -> None
     await asyncio.gather(*tasks, return_exceptions=True)
     for http in pools:
         await http.aclose()
-    print(json.dumps({"received": received, "errors": errors}), flush=True)
+    print(json.dumps({"received": received, "empty": empty, "errors": errors}), flush=True)
 
 
 if __name__ == "__main__":

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import concurrent.futures
 import json
 import multiprocessing
+import os
 import signal
 import statistics
 import subprocess
@@ -34,8 +36,7 @@ from typing import Any
 import httpx
 import psycopg
 import uvloop
-from _support import emit, fresh_database, server
-from queue_throughput import INSERT_JOBS
+from _support import cpu_seconds, emit, fresh_database, server
 
 from videocopies.adapters.postgres.bouncer import LocalPgBouncer
 from videocopies.adapters.postgres.cluster import statements_run
@@ -43,12 +44,24 @@ from videocopies.adapters.postgres.notifier import CHANNEL
 from videocopies.roles.launch import CoreProcess, issue_token_async
 
 HERE = Path(__file__).parent
+LEASE_S = 600
 
 
 # Completing a job settles its order against the user's account, so each needs one.
 INSERT_ACCOUNTS = """
 INSERT INTO coin_accounts (user_id, version, created_at)
 SELECT n, 0, now() FROM generate_series(%(first)s, %(last)s) AS n ON CONFLICT DO NOTHING;
+"""
+# No-op jobs (no copies) of confirmed orders, as the queue benchmark once made them; kept
+# here so that benchmark's own setup can change without moving this one's figures.
+INSERT_JOBS = """
+INSERT INTO orders (order_id, user_id, source_key, copies, price_per_copy, total, tariff_version,
+                    quote_expires_at, quote_token, seed, state, copy_states, created_at, version)
+SELECT 'o' || n, n, 's', 1, 1, 1, 1, now(), 't', n, 'confirmed', '[]', now(), 1
+  FROM generate_series(%(first)s, %(last)s) AS n;
+INSERT INTO jobs (job_id, order_id, state, plans, max_attempts, attempts, cancel_requested, created_at, version)
+SELECT 'j' || n, 'o' || n, 'queued', '[]', 3, 0, false, clock_timestamp(), 0
+  FROM generate_series(%(first)s, %(last)s) AS n;
 """
 
 
@@ -124,6 +137,14 @@ class Crowd:
         out, _ = self.process.communicate(timeout=60)
         return json.loads(out.strip().splitlines()[-1])
 
+    def __enter__(self) -> Crowd:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process.poll() is None:  # the run failed before stopping it: leave no crowd behind
+            self.process.kill()
+            self.process.wait()
+
 
 async def _renewals(core_url: str, token: str, held: list[dict[str, Any]], seconds: float) -> list[float]:
     latencies: list[float] = []
@@ -141,6 +162,95 @@ async def _renewals(core_url: str, token: str, held: list[dict[str, Any]], secon
     return latencies
 
 
+def _until_taken(url: str, jobs: list[str], timeout: float = 30.0) -> None:
+    """Until none of `jobs` is still queued: a late wake-up is measured, not cut off."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(url, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            query = "SELECT count(*) FROM jobs WHERE job_id = ANY(%s) AND state = 'queued'"
+            row = conn.execute(query, [jobs]).fetchone()
+            if row is not None and row[0] == 0:
+                break
+            time.sleep(0.2)
+    time.sleep(1.0)  # the last claimer's answer on its way
+
+
+def idle_and_wake(
+    core: CoreProcess, url: str, crowd_tokens: Path, args: Any, first: int, figures: dict[str, Any]
+) -> int:
+    """Statements per second with 2,000 parked, then the wake-ups; returns the next job number."""
+    assert core.process is not None
+    with Crowd(core.url, crowd_tokens, 2000) as crowd:
+        crowd.wait_parked()
+        before, began = statements_run(url), time.monotonic()
+        time.sleep(args.idle_s)
+        idle = statements_run(url) - before
+        figures.update(parked=2000, idle_s=args.idle_s, idle_sql_per_s=round(idle / (time.monotonic() - began), 3))
+        print(f"idle: {figures['idle_sql_per_s']} statements/s", file=sys.stderr, flush=True)
+
+        committed = {}
+        cpu_before, wake_began = cpu_seconds(core.process.pid), time.time()
+        for n in range(args.wake_jobs):
+            job = first + n
+            committed[f"j{job}"] = _insert_jobs(url, job, job, announce=True)
+            time.sleep(1 / args.rate)
+        wake_ended = time.time()
+        wake_cpu = cpu_seconds(core.process.pid) - cpu_before
+        _until_taken(url, list(committed))
+        result = crowd.stop()
+    assert result["errors"] == 0, result["errors"]
+    # A job no parked client took (within the wait above) counts as an endless wait.
+    waits_by_job = [(result["received"].get(j, float("inf")) - at) * 1000 for j, at in committed.items()]
+    waits = sorted(waits_by_job)
+    timeline = collections.Counter(int(at - wake_began) for at in result["empty"] if at >= wake_began - 5)
+    late = sorted(((w, int(at - wake_began)) for at, w in zip(committed.values(), waits_by_job, strict=True)))[-10:]
+    print(f"re-asks per second of the wake phase: {sorted(timeline.items())}", file=sys.stderr)
+    print(f"slowest wake-ups (ms, second of the phase): {[(round(w, 1), s) for w, s in late]}", file=sys.stderr)
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT job_id, state, acquired_at FROM jobs WHERE job_id = ANY(%s)", [list(committed)])
+        acquired = {job: (state, at) for job, state, at in rows}
+    # When core began the claim that took each job (its clock): the wake-up without the client's side.
+    claimed = sorted((acquired[j][1].timestamp() - at) * 1000 for j, at in committed.items() if acquired[j][1])
+    if missed := [(j, acquired[j][0]) for j in committed if j not in result["received"]]:
+        print(f"jobs no parked client reported: {missed}", file=sys.stderr)
+    figures.update(
+        wake_jobs=args.wake_jobs, wake_rate_per_s=args.rate,
+        wake_p50_ms=round(statistics.median(waits), 2),
+        wake_p95_ms=round(statistics.quantiles(waits, n=20)[18], 2), wake_max_ms=round(waits[-1], 2),
+        wake_core_cpu_share=round(wake_cpu / (wake_ended - wake_began), 3),
+        wake_reasked=sum(wake_began <= at <= wake_ended for at in result["empty"]),
+        wake_claim_began_p50_ms=round(statistics.median(claimed), 2),
+        wake_claim_began_p95_ms=round(statistics.quantiles(claimed, n=20)[18], 2),
+    )
+    return first + args.wake_jobs
+
+
+def renewals(
+    core: CoreProcess, url: str, token: str, crowd_tokens: Path, args: Any, first: int, figures: dict[str, Any]
+) -> None:
+    """Renewals of 20 held jobs, 10 a second each, with 1,000 claims parked."""
+    assert core.process is not None
+    _insert_jobs(url, first, first + 19)
+    held: list[dict[str, Any]] = []
+    headers = {"Authorization": f"Bearer {token}"}
+    while len(held) < 20:
+        held += httpx.post(f"{core.url}/v1/jobs/claim", json={"limit": 10}, headers=headers).json()["jobs"]
+    with Crowd(core.url, crowd_tokens, 1000) as crowd:
+        crowd.wait_parked()
+        cpu_before, renew_began = cpu_seconds(core.process.pid), time.time()
+        latencies = sorted(uvloop.run(_renewals(core.url, token, held, args.renew_s)))
+        renew_cpu, renew_ended = cpu_seconds(core.process.pid) - cpu_before, time.time()
+        result = crowd.stop()
+    figures.update(
+        renew_core_cpu_share=round(renew_cpu / (renew_ended - renew_began), 3),
+        renew_reasked=sum(renew_began <= at <= renew_ended for at in result["empty"]),
+        renews=len(latencies), parked_during_renew=1000,
+        renew_p50_ms=round(statistics.median(latencies), 2),
+        renew_p99_ms=round(statistics.quantiles(latencies, n=100)[98], 2),
+        renew_max_ms=round(latencies[-1], 2),
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--idle-s", type=float, default=60.0)
@@ -148,6 +258,7 @@ def main() -> None:
     parser.add_argument("--wake-jobs", type=int, default=100)
     parser.add_argument("--rate", type=float, default=10.0)
     parser.add_argument("--renew-s", type=float, default=20.0)
+    parser.add_argument("--workers", default="4,16,64", help="claim+complete runs; '' skips them")
     args = parser.parse_args()
     figures: dict[str, Any] = {"bench": "job_api", "through": "pgbouncer", "server_connections": 10}
     with server() as pg, LocalPgBouncer(upstream_port=pg.port, default_pool_size=10, max_client_conn=2000) as bouncer, \
@@ -158,55 +269,28 @@ def main() -> None:
         tokens = [uvloop.run(issue_token_async(url, f"bench-{n}")) for n in range(64)]
         crowd_tokens = Path(scratch) / "crowd"
         crowd_tokens.write_text("\n".join(uvloop.run(issue_token_async(url, f"crowd-{n}")) for n in range(20)))
-        env = {"VIDEOCOPIES_POOL_SIZE": "4", "VIDEOCOPIES_LEASE_POOL_SIZE": "4"}
-        with CoreProcess(bouncer.url("job_api"), listen_url=url, **env) as core:
+        # Leases long enough to outlast the crowd's parking on a busy machine: renewals here
+        # measure latency, and a lease lapsed before the first renewal would end the run.
+        env = {"VIDEOCOPIES_POOL_SIZE": "4", "VIDEOCOPIES_LEASE_POOL_SIZE": "4",
+               "VIDEOCOPIES_LEASE_TTL_S": str(LEASE_S)}
+        core_log = Path(scratch) / "core.log"
+        with CoreProcess(bouncer.url("job_api"), listen_url=url, log_path=core_log, **env) as core:
+            assert core.process is not None
             first = 1
             rates = {}
-            for workers in (4, 16, 64):
+            for workers in [int(w) for w in args.workers.split(",") if w]:
                 rates[str(workers)] = throughput(core.url, url, tokens, workers, args.jobs, first)
                 first += args.jobs
                 print(f"{workers} workers: {rates[str(workers)]} jobs/s", file=sys.stderr, flush=True)
             figures["claim_complete_per_s"] = rates
 
-            crowd = Crowd(core.url, crowd_tokens, 2000)
-            crowd.wait_parked()
-            before, began = statements_run(url), time.monotonic()
-            time.sleep(args.idle_s)
-            idle = statements_run(url) - before
-            figures.update(parked=2000, idle_s=args.idle_s, idle_sql_per_s=round(idle / (time.monotonic() - began), 3))
-            print(f"idle: {figures['idle_sql_per_s']} statements/s", file=sys.stderr, flush=True)
-
-            committed = {}
-            for n in range(args.wake_jobs):
-                job = first + n
-                committed[f"j{job}"] = _insert_jobs(url, job, job, announce=True)
-                time.sleep(1 / args.rate)
-            first += args.wake_jobs
-            time.sleep(2.0)
-            result = crowd.stop()
-            waits = sorted((result["received"][j] - at) * 1000 for j, at in committed.items())
-            assert len(waits) == args.wake_jobs and result["errors"] == 0, result["errors"]
-            figures.update(
-                wake_jobs=args.wake_jobs, wake_rate_per_s=args.rate,
-                wake_p50_ms=round(statistics.median(waits), 2),
-                wake_p95_ms=round(statistics.quantiles(waits, n=20)[18], 2), wake_max_ms=round(waits[-1], 2),
-            )
-
-            _insert_jobs(url, first, first + 19)
-            held = []
-            headers = {"Authorization": f"Bearer {tokens[0]}"}
-            while len(held) < 20:
-                held += httpx.post(f"{core.url}/v1/jobs/claim", json={"limit": 10}, headers=headers).json()["jobs"]
-            crowd = Crowd(core.url, crowd_tokens, 1000)
-            crowd.wait_parked()
-            latencies = sorted(uvloop.run(_renewals(core.url, tokens[0], held, args.renew_s)))
-            crowd.stop()
-            figures.update(
-                renews=len(latencies), parked_during_renew=1000,
-                renew_p50_ms=round(statistics.median(latencies), 2),
-                renew_p99_ms=round(statistics.quantiles(latencies, n=100)[98], 2),
-                renew_max_ms=round(latencies[-1], 2),
-            )
+            first = idle_and_wake(core, url, crowd_tokens, args, first, figures)
+            print(json.dumps({k: v for k, v in figures.items() if k.startswith("wake")}), file=sys.stderr, flush=True)
+            renewals(core, url, tokens[0], crowd_tokens, args, first, figures)
+        warnings = [line for line in core_log.read_text().splitlines() if "WARNING" in line]
+        figures["core_warnings"] = len(warnings)
+        print("\n".join(warnings[:10]), file=sys.stderr)
+    figures["load_average"] = [round(a, 2) for a in os.getloadavg()]
     emit(figures)
 
 
