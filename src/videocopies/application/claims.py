@@ -5,6 +5,11 @@ starts a round: claimers are tried one after another, oldest first, and the firs
 finds nothing ends the round. So an empty queue costs one claim per wake-up, never one per
 waiter, and a claimer arriving while the queue is known to be empty parks without asking.
 A wake-up only means "try": every claim is still one transaction of ClaimJob.
+
+A parked claim that finds nothing is answered at a random moment in the last quarter of
+its wait, not at its end: a fleet that parked together (core started, or moved its nodes)
+would otherwise come back together every `wait_s`, and each such wave of answers and new
+claims held up the wake-ups and renewals behind it (bench/job_api.py).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import random
 from collections.abc import Awaitable, Callable, Sequence
 
 import attrs
@@ -25,6 +31,7 @@ log = logging.getLogger(__name__)
 
 Claim = Callable[[ClaimJobCommand], Awaitable[Sequence[ClaimedJob]]]
 Peek = Callable[[], Awaitable[bool]]
+ANSWER_SPREAD = 0.25  # an empty answer comes between 75 % and 100 % of the wait asked for
 
 
 @attrs.define(eq=False)
@@ -44,9 +51,12 @@ class ClaimWaiters:
         safety_poll_s: float = 10.0,
         concurrency: int = 2,
         peek: Peek | None = None,
+        spread: Callable[[], float] | None = None,
     ) -> None:
-        """`peek`: a cheap "is anything claimable?" asked before a safety-poll round."""
+        """`peek`: a cheap "is anything claimable?" asked before a safety-poll round;
+        `spread`: the share of its wait a parked claim waits, 0.75-1.0 at random by default."""
         self._claim, self._notifier, self._peek = claim, notifier, peek
+        self._spread = spread or (lambda: 1.0 - ANSWER_SPREAD * random.random())  # noqa: S311 - not a secret
         self._safety_poll_s, self._concurrency = safety_poll_s, concurrency
         self._waiters: collections.deque[_Waiter] = collections.deque()
         # The queue was seen empty at this notifier ticket, for sources up to this size
@@ -94,6 +104,7 @@ class ClaimWaiters:
                 return jobs
         if wait_s <= 0:
             return ()
+        wait_s *= self._spread()
         loop = asyncio.get_running_loop()
         waiter = _Waiter(command, loop.create_future(), loop.time() + wait_s)
         self._waiters.append(waiter)

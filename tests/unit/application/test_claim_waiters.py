@@ -94,8 +94,26 @@ async def test_a_parked_claim_ends_empty_handed_when_its_wait_is_over(setup) -> 
     _queue, _notifier, waiters = setup
     started = asyncio.get_running_loop().time()
     assert await waiters.claim(WorkerId("w"), 1, None, 0.1) == ()
-    assert 0.09 <= asyncio.get_running_loop().time() - started < 0.5
+    assert 0.07 <= asyncio.get_running_loop().time() - started < 0.5  # in the last quarter of its wait
     assert waiters.parked == 0
+
+
+async def test_claims_parked_together_are_answered_spread_over_the_last_quarter_of_their_wait(  # type: ignore[no-untyped-def]
+    setup,
+) -> None:
+    """A fleet that parked at once must not come back at once, every wait, for ever."""
+    _queue, _notifier, waiters = setup
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    async def answered_after() -> float:
+        assert await waiters.claim(WorkerId("w"), 1, None, 0.4) == ()
+        return loop.time() - started
+
+    after = sorted(await asyncio.gather(*(answered_after() for _ in range(200))))
+    assert after[0] >= 0.29 and after[-1] < 0.6
+    assert after[-1] - after[0] >= 0.05  # not one wave
+    assert sum(a < 0.35 for a in after) >= 40 and sum(a >= 0.35 for a in after) >= 40
 
 
 async def test_stopping_answers_every_parked_claim_at_once(setup) -> None:  # type: ignore[no-untyped-def]
