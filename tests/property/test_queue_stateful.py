@@ -20,6 +20,7 @@ from videocopies.domain.jobs import (
     CopiesMissing,
     CopyArtifact,
     CopyCheckpointed,
+    JobFinished,
     JobState,
     LeaseLossReason,
     LeaseLost,
@@ -290,6 +291,36 @@ class JobQueueMachine(RuleBasedStateMachine):
             self.receipts[receipt_id] = outcome
             model.finish(JobState.DONE, by=handle.token)
 
+    @rule(batch=st.lists(st.tuples(handles, st.booleans()), min_size=1, max_size=4))
+    def complete_together(self, batch: list[tuple[Handle, bool]]) -> None:
+        """Completions committed as one batch (as core groups concurrent ones): each answered
+        as it would be alone, in order, the refused ones changing nothing."""
+        before, now = self.fingerprint(), self.now
+        commands = [
+            uc.CompleteJobCommand(h.job_id, h.token, self._receipt(h, "complete", retry)[0], h.worker)
+            for h, retry in batch
+        ]
+        outcomes = self.run(self.cases.complete_job().together(commands))
+        changed = False
+        for (handle, _), cmd, outcome in zip(batch, commands, outcomes, strict=True):
+            model = self.jobs[handle.job_id]
+            reason = model.refusal(handle.token, now)
+            if cmd.receipt_id in self.receipts:
+                assert outcome == self.receipts[cmd.receipt_id], "a retried completion got another answer"
+                event("complete replayed from its receipt in a batch")
+            elif reason is not None:
+                self.expect_refusal(handle, "complete", outcome, reason)
+            elif missing := tuple(i for i in range(model.copies) if i not in model.checkpoints):
+                assert isinstance(outcome, CopiesMissing) and outcome.missing == missing
+            else:
+                assert outcome == {"job_id": handle.job_id, "state": "done", "copies": model.copies}
+                self.receipts[cmd.receipt_id] = outcome
+                model.finish(JobState.DONE, by=handle.token)
+                changed = True
+        if not changed:
+            assert self.fingerprint() == before, "a batch with nothing to apply changed something"
+        event(f"completed together: {len(commands)}, {'some' if changed else 'none'} applied")
+
     @rule(handle=handles, retry=st.booleans(), retryable=st.booleans())
     def fail(self, handle: Handle, retry: bool, retryable: bool) -> None:
         model, before = self.jobs[handle.job_id], self.fingerprint()
@@ -395,6 +426,17 @@ class JobQueueMachine(RuleBasedStateMachine):
         accepted = [(e.job_id, e.index) for e in self.store.published if isinstance(e, CopyCheckpointed)]
         assert len(accepted) == len(set(accepted)), "two accepted results for one copy"
         assert set(accepted) == {(j.job_id, i) for j in self.jobs.values() for i in j.checkpoints}
+
+    @invariant()
+    def no_job_finishes_twice(self) -> None:
+        finished = [e.job_id for e in self.store.published if isinstance(e, JobFinished)]
+        assert len(finished) == len(set(finished)), "a job was closed twice"
+        done = {j.job_id for j in self.jobs.values() if j.state is JobState.DONE}
+        assert done == {e.job_id for e in self.store.published if isinstance(e, JobFinished) and
+                        e.state is JobState.DONE}
+        for job in self.store.jobs.values():
+            if job.state is JobState.DONE:  # closed by the owner whose token it was, never a stale one
+                assert job.closed_by == self.jobs[job.job_id].closed_by is not None
 
     def teardown(self) -> None:
         for model in self.jobs.values():

@@ -40,6 +40,11 @@ class CompleteJob:
     async def __call__(self, cmd: CompleteJobCommand) -> dict[str, Any]:
         return await self._grouped(cmd)
 
+    @property
+    def batches(self) -> int:
+        """How many groups of more than one completion were committed together so far."""
+        return self._grouped.batches
+
     async def alone(self, cmd: CompleteJobCommand) -> dict[str, Any]:
         """This completion in a transaction of its own."""
         now = self._clock.now()
