@@ -12,19 +12,23 @@ receipts and checkpoints along created_at, quotes along the partial index of quo
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 from typing import Any
 
 import attrs
+from psycopg.errors import LockNotAvailable
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from videocopies.domain.retention import Transient
 
+log = logging.getLogger(__name__)
 _FIRST_TIME = datetime(1, 1, 1, tzinfo=UTC)
 # What a due row must not have is looked up row by row (scalar subqueries, by primary or
 # unique key): as NOT EXISTS the planner hashed all of jobs for every batch.
+_TIMEOUTS = "SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true)"
 _OPEN_JOB = "('queued', 'leased')"
 _CLOSED_JOB = "('done', 'failed', 'cancelled')"
 
@@ -130,10 +134,8 @@ WALKS = {
 
 class PostgresTransientRows:
     def __init__(self, pool: AsyncConnectionPool, lock_timeout: str = "1s", statement_timeout: str = "30s") -> None:
-        self._pool = pool
-        self._timeouts = (
-            f"SET LOCAL lock_timeout = '{lock_timeout}'", f"SET LOCAL statement_timeout = '{statement_timeout}'"
-        )
+        """A batch gives up rather than wait `lock_timeout` for a lock (a foreign key's check)."""
+        self._pool, self._timeouts = pool, [lock_timeout, statement_timeout]
 
     async def prune(
         self, table: Transient, cutoff: datetime, batch: int | None, dry_run: bool
@@ -142,12 +144,15 @@ class PostgresTransientRows:
         query, after = walk.sql(dry_run), walk.start
         while True:
             params = {"cutoff": cutoff, "limit": batch, **{f"k{i}": key for i, key in enumerate(after)}}
-            async with self._pool.connection() as conn, conn.transaction():
-                cur = conn.cursor(row_factory=dict_row)
-                for statement in self._timeouts:
-                    await cur.execute(statement)
-                await cur.execute(query, params)
-                result = await cur.fetchone()
+            try:
+                async with self._pool.connection() as conn, conn.transaction():
+                    cur = conn.cursor(row_factory=dict_row)
+                    await cur.execute(_TIMEOUTS, self._timeouts)
+                    await cur.execute(query, params)
+                    result = await cur.fetchone()
+            except LockNotAvailable:
+                log.info("pruning %s waited too long for a lock; the next pass goes on", table.value)
+                return
             assert result is not None
             yield result["pruned"]
             if batch is None or result["walked"] < batch or result["late"]:
