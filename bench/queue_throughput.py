@@ -1,14 +1,21 @@
-"""Benchmark: the job queue with fencing, through the real PostgreSQL adapter.
+"""Benchmark: the job queue with fencing and receipts, through the production use cases.
 
-No-op jobs (no copies) are claimed in batches and completed by worker processes, each
-write fenced by owner token and lease expiry exactly as in production: the domain `Job`
-claims and completes, `PostgresUnitOfWork` loads with FOR UPDATE SKIP LOCKED and writes
-with the fenced update. Then a trickle of jobs at a steady rate measures how long a
-parked claimer takes to get new work (LISTEN/NOTIFY on a direct connection).
+No-op jobs (no copies) of confirmed orders (each user with an account, a lot and the
+order's reservation; each order holding a capacity slot, as after a confirmation) are
+claimed in batches by worker processes with `ClaimJob` and completed with `CompleteJobs`,
+the batch that core's Job API sends concurrent completions through: every job fenced on
+its own (owner token, and lease expiry against the database's clock), each completion with
+a receipt id and its receipt stored, each order closed and settled, all of a batch in one
+transaction (one disk flush on a durable server). A batch of 1 goes through `CompleteJob`.
+The same job count is then drained by pgqueuer on the same server (bench/queue_peer.py
+says how it is configured) with 4 processes and batch 10, and `ratio_to_pgqueuer` is ours
+over its rate. Then a trickle of jobs at a steady rate measures how long a parked claimer
+takes to get new work (LISTEN/NOTIFY on a direct connection).
 
-Prints one JSON line.
+Needs the `bench` dependency group for the peer (`uv sync --frozen --group bench`);
+`--no-peer` runs without it. Prints one JSON line.
 
-    uv run python bench/queue_throughput.py [--jobs 10000] [--trickle 200 --rate 20]
+    uv run python bench/queue_throughput.py [--jobs 10000] [--trickle 200 --rate 20] [--no-peer]
 """
 
 from __future__ import annotations
@@ -20,58 +27,71 @@ import multiprocessing
 import statistics
 import sys
 import time
-import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import psycopg
+import queue_peer
 import uvloop
 from _support import emit, fresh_database, server
 
 from videocopies.adapters.postgres.notifier import PostgresNotifier
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
-from videocopies.domain.shared import OwnerToken, WorkerId
+from videocopies.adapters.system import RandomIds, SystemClock
+from videocopies.application import use_cases as uc
+from videocopies.application.claims import ClaimWaiters
+from videocopies.domain.shared import WorkerId
 
 TTL = timedelta(seconds=30)
 
 INSERT_JOBS = """
+INSERT INTO coin_accounts (user_id, version, created_at)
+SELECT n, 1, now() FROM generate_series(%(first)s, %(last)s) AS n;
+INSERT INTO coin_lots (lot_id, user_id, kind, amount, granted_at, expires_at, available, debited, expired, refunded)
+SELECT 'l' || n, n, 'start', 10, now(), now() + interval '30 days', 9, 0, 0, 0
+  FROM generate_series(%(first)s, %(last)s) AS n;
 INSERT INTO orders (order_id, user_id, source_key, copies, price_per_copy, total, tariff_version,
                     quote_expires_at, quote_token, seed, state, copy_states, created_at, version)
 SELECT 'o' || n, n, 's', 1, 1, 1, 1, now(), 't', n, 'confirmed', '[]', now(), 1
   FROM generate_series(%(first)s, %(last)s) AS n;
+INSERT INTO coin_reservations (order_id, user_id, amount, debited, released, open)
+SELECT 'o' || n, n, 1, 0, 0, true FROM generate_series(%(first)s, %(last)s) AS n;
+INSERT INTO coin_holds (order_id, seq, lot_id, held)
+SELECT 'o' || n, 0, 'l' || n, 1 FROM generate_series(%(first)s, %(last)s) AS n;
+UPDATE capacity_slots SET order_id = 'o' || (%(first)s + slot_id - 1)
+ WHERE slot_id <= %(last)s - %(first)s + 1 AND order_id IS NULL;
 INSERT INTO jobs (job_id, order_id, state, plans, max_attempts, attempts, cancel_requested, created_at, version)
 SELECT 'j' || n, 'o' || n, 'queued', '[]', 3, 0, false, clock_timestamp(), 0
   FROM generate_series(%(first)s, %(last)s) AS n;
 """
 
 
-async def _claim(uow_factory: Any, worker: WorkerId, batch: int) -> list[tuple[str, OwnerToken]]:
-    now = datetime.now(UTC)
-    async with uow_factory() as uow:
-        jobs = await uow.jobs.claimable(now, batch)
-        claimed = [(job.job_id, job.claim(worker, OwnerToken(uuid.uuid4().hex), now, TTL).token) for job in jobs]
-        await uow.commit()
-    return claimed
+def _cases(pool: Any) -> tuple[uc.ClaimJob, uc.CompleteJob]:
+    uow = lambda: PostgresUnitOfWork(pool)  # noqa: E731
+    clock = SystemClock()
+    return uc.ClaimJob(uow, clock, RandomIds(), TTL), uc.CompleteJob(uow, clock)
 
 
-async def _complete(uow_factory: Any, job_id: str, token: OwnerToken) -> None:
-    async with uow_factory() as uow:
-        job = await uow.jobs.get(job_id)
-        job.complete(token, datetime.now(UTC))
-        await uow.commit()
+async def _complete(complete: uc.CompleteJob, worker: WorkerId, claimed: list[uc.ClaimedJob]) -> None:
+    commands = [uc.CompleteJobCommand(j.job_id, j.token, f"complete:{j.job_id}:{j.attempt}", worker) for j in claimed]
+    if len(commands) == 1:
+        await complete(commands[0])
+        return
+    for outcome in await complete.together(commands):
+        if isinstance(outcome, Exception):
+            raise outcome
 
 
 async def _drain(url: str, worker: str, batch: int, start_at: float) -> tuple[float, float, int]:
     pool = make_pool(url, min_size=2, max_size=2, direct=True)
     await pool.open(wait=True)
-    uow = lambda: PostgresUnitOfWork(pool)  # noqa: E731
+    claim, complete = _cases(pool)
     await asyncio.sleep(max(0.0, start_at - time.time()))
     began, done = time.time(), 0
-    while claimed := await _claim(uow, WorkerId(worker), batch):
-        for job_id, token in claimed:
-            await _complete(uow, job_id, token)
-            done += 1
+    while claimed := await claim(uc.ClaimJobCommand(WorkerId(worker), batch)):
+        await _complete(complete, WorkerId(worker), claimed)
+        done += len(claimed)
     ended = time.time()
     await pool.close()
     return began, ended, done
@@ -89,10 +109,11 @@ def throughput(url: str, workers: int, batch: int) -> dict[str, Any]:
     seconds = max(e for _, e, _ in results) - min(b for b, _, _ in results)
     jobs = sum(n for _, _, n in results)
     with psycopg.connect(url) as conn:
-        done, over = conn.execute(
-            "SELECT count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE attempts > 1) FROM jobs"
+        done, over, receipts, closed = conn.execute(
+            "SELECT count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE attempts > 1),"
+            " (SELECT count(*) FROM receipts), (SELECT count(*) FROM orders WHERE state = 'done') FROM jobs"
         ).fetchone()
-    assert done == jobs and over == 0, (done, jobs, over)
+    assert done == jobs == receipts == closed and over == 0, (done, jobs, receipts, closed, over)
     return {
         "workers": workers,
         "batch": batch,
@@ -103,26 +124,30 @@ def throughput(url: str, workers: int, batch: int) -> dict[str, Any]:
 
 
 async def trickle(url: str, jobs: int, rate: float, claimers: int) -> dict[str, Any]:
-    """Jobs arrive one by one at `rate` per second; parked claimers wake on NOTIFY."""
+    """Jobs arrive one by one at `rate` per second; parked claimers wake on NOTIFY. A job's
+    wake is from its insert's commit to its claim's commit."""
     pool = make_pool(url, min_size=claimers + 1, max_size=claimers + 1, direct=True)
     await pool.open(wait=True)
     notifier = PostgresNotifier(url, safety_poll_s=1.0)
     await notifier.start()
-    uow = lambda: PostgresUnitOfWork(pool)  # noqa: E731
+    claim, complete = _cases(pool)
     committed: dict[str, float] = {}
     woke: dict[str, float] = {}
     finished = asyncio.Event()
 
+    # Parked as core parks them (a wake-up starts a round of claims, two at a time, oldest
+    # claimer first, and the first that finds nothing ends it), with a 1 s safety poll.
+    waiters = ClaimWaiters(claim, notifier, safety_poll_s=1.0)
+    await waiters.start()
+
     async def claimer(i: int) -> None:
+        worker = WorkerId(f"c{i}")
         while not finished.is_set():
-            ticket = notifier.ticket()
-            for job_id, token in await _claim(uow, WorkerId(f"c{i}"), 1):
-                woke[job_id] = time.perf_counter()
-                await _complete(uow, job_id, token)
+            for job in await waiters.claim(worker, 1, None, 1.0):
+                woke[job.job_id] = time.perf_counter()
+                await _complete(complete, worker, [job])
             if len(woke) >= jobs:
                 finished.set()
-            else:
-                await notifier.wait(ticket, 1.0)
 
     async def producer() -> None:
         # The producer announces like core does: after its commit, through its own notifier.
@@ -144,6 +169,7 @@ async def trickle(url: str, jobs: int, rate: float, claimers: int) -> dict[str, 
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    await waiters.stop()
     await notifier.stop()
     await pool.close()
     waits = sorted((woke[j] - committed[j]) * 1000 for j in committed)
@@ -158,13 +184,42 @@ async def trickle(url: str, jobs: int, rate: float, claimers: int) -> dict[str, 
     }
 
 
+async def lone(url: str, jobs: int) -> dict[str, Any]:
+    """One completion at a time, through the grouping (`CompleteJob`) and straight to its
+    transaction (`CompleteJob.alone`) in turn: what grouping costs a completion that is alone."""
+    first = 2 * 10**7
+    with psycopg.connect(url, autocommit=True) as conn:
+        psycopg.ClientCursor(conn).execute(INSERT_JOBS, {"first": first, "last": first + 2 * jobs - 1})
+    pool = make_pool(url, min_size=1, max_size=1, direct=True)
+    await pool.open(wait=True)
+    claim, complete = _cases(pool)
+    worker = WorkerId("lone")
+    took: dict[str, list[float]] = {"grouped": [], "alone": []}
+    for n in range(2 * jobs):
+        (job,) = await claim(uc.ClaimJobCommand(worker, 1))
+        way = "grouped" if n % 2 else "alone"
+        command = uc.CompleteJobCommand(job.job_id, job.token, f"complete:{job.job_id}", worker)
+        began = time.perf_counter()
+        await (complete(command) if way == "grouped" else complete.alone(command))
+        took[way].append((time.perf_counter() - began) * 1000)
+    await pool.close()
+    return {
+        "lone_complete_p50_ms": round(statistics.median(took["grouped"]), 2),
+        "lone_complete_ungrouped_p50_ms": round(statistics.median(took["alone"]), 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--trickle", type=int, default=200)
     parser.add_argument("--rate", type=float, default=20.0)
+    parser.add_argument("--no-peer", action="store_true", help="skip pgqueuer (without the bench group)")
     args = parser.parse_args()
+    if not args.no_peer and not queue_peer.available():
+        sys.exit("pgqueuer is not installed: `uv sync --frozen --group bench`, or run with --no-peer")
     runs = []
+    peer: dict[str, Any] = {}
     with server() as pg:
         fresh_database(pg, "queue_template")
         with psycopg.connect(pg.url("queue_template"), autocommit=True) as conn:
@@ -177,11 +232,26 @@ def main() -> None:
             pg.create_database(name, template="queue_template")
             runs.append(throughput(pg.url(name), workers, batch))
             print(runs[-1], file=sys.stderr, flush=True)
+        if not args.no_peer:
+            if pg.database_exists("queue_peer"):
+                pg.drop_database("queue_peer")
+            pg.create_database("queue_peer")
+            asyncio.run(queue_peer.install(pg.url("queue_peer"), args.jobs))
+            peer = queue_peer.throughput(pg.url("queue_peer"), 4, 10)
+            print({"pgqueuer": peer}, file=sys.stderr, flush=True)
         fresh_database(pg, "queue_trickle")
         wake = uvloop.run(trickle(pg.url("queue_trickle"), args.trickle, args.rate, claimers=4))
+        wake |= uvloop.run(lone(pg.url("queue_trickle"), 100))
     best = next(r for r in runs if r["workers"] == 4 and r["batch"] == 10)
+    versus = {}
+    if peer:
+        versus = {
+            "pgqueuer_jobs_per_s": peer["jobs_per_s"],
+            "ratio_to_pgqueuer": round(best["jobs_per_s"] / peer["jobs_per_s"], 2),
+        }
     emit(
-        {"bench": "queue_throughput", "workers": 4, "batch": 10, "jobs_per_s": best["jobs_per_s"], "runs": runs, **wake}
+        {"bench": "queue_throughput", "workers": 4, "batch": 10, "jobs_per_s": best["jobs_per_s"], **versus,
+         "runs": runs, **wake}
     )
 
 

@@ -1,0 +1,88 @@
+"""The peer for bench/queue_throughput.py: pgqueuer draining no-op jobs on the same server.
+
+pgqueuer (the `bench` dependency group: `uv sync --frozen --group bench`) runs with its
+psycopg driver, its schema installed by its own installer into a database of its own, and
+its defaults everywhere but the two figures the comparison fixes: `batch_size=10` (its
+default too) and `mode=drain`, so each process stops when the queue is empty, as ours
+does. Its completion log buffer therefore flushes at its default: every `batch_size`
+finished jobs or every 0.1 s; heartbeats every 3.75 s (its 30 s timeout / 8); no
+concurrency limit; the periodic log aggregation at its default 30 s. Jobs carry no
+payload and the entrypoint returns at once. Its time runs from the common start to its last
+job's run (see `_drain`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import multiprocessing
+import time
+from typing import Any
+
+import psycopg
+import uvloop
+
+ENTRYPOINT = "noop"
+
+
+def available() -> bool:
+    try:
+        import pgqueuer  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+async def install(url: str, jobs: int) -> None:
+    """pgqueuer's schema by its own installer, then `jobs` no-op jobs in one bulk enqueue."""
+    from pgqueuer import PsycopgDriver, Queries
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        queries = Queries(PsycopgDriver(conn))
+        await queries.install()
+        for first in range(0, jobs, 5_000):
+            n = min(5_000, jobs - first)
+            await queries.enqueue([ENTRYPOINT] * n, [None] * n, [0] * n)
+        await conn.execute("VACUUM ANALYZE")
+
+
+async def _drain(url: str, batch: int, start_at: float) -> tuple[float, float, int]:
+    from pgqueuer import PsycopgDriver, Queries, QueueManager
+    from pgqueuer.types import QueueExecutionMode
+
+    done, last = 0, 0.0
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        manager = QueueManager(Queries(PsycopgDriver(conn)))
+
+        @manager.entrypoint(ENTRYPOINT)
+        async def noop(job: Any) -> None:
+            nonlocal done, last
+            done += 1
+            last = time.time()
+
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        began = time.time()
+        await manager.run(batch_size=batch, mode=QueueExecutionMode.drain)
+    # Ended at its last job's run, not at the process's exit: drain mode idles a few seconds
+    # before it sees the queue is empty, and the last completions' log flush (≤ 0.1 s later)
+    # is left out too, so any error here favours pgqueuer.
+    return began, last, done
+
+
+def _worker(args: tuple[str, int, float]) -> tuple[float, float, int]:
+    return uvloop.run(_drain(*args))
+
+
+def throughput(url: str, workers: int, batch: int) -> dict[str, Any]:
+    start_at = time.time() + 2.0 + workers * 0.5
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as ex:
+        results = list(ex.map(_worker, [(url, batch, start_at)] * workers))
+    seconds = max(e for _, e, _ in results) - min(b for b, _, _ in results)
+    jobs = sum(n for _, _, n in results)
+    with psycopg.connect(url) as conn:
+        left = conn.execute("SELECT count(*) FROM pgqueuer").fetchone()[0]
+        logged = conn.execute("SELECT count(*) FROM pgqueuer_log WHERE status = 'successful'").fetchone()[0]
+    assert left == 0 and logged == jobs, (left, logged, jobs)
+    return {"workers": workers, "batch": batch, "jobs": jobs, "seconds": round(seconds, 3),
+            "jobs_per_s": round(jobs / seconds, 1)}
