@@ -66,7 +66,8 @@ INDEXES = {
 
 @pytest.fixture(scope="module")
 def bulk(pg_server: LocalPostgres, pg_template: str) -> Iterator[str]:
-    """One database with the bulk rows for the plans (which change nothing)."""
+    """One database with the bulk rows: the plans change nothing (each EXPLAIN ANALYZE is
+    rolled back), and the writer's test, which prunes, comes after them."""
     name = f"t_{uuid.uuid4().hex[:12]}"
     pg_server.create_database(name, template=pg_template)
     with psycopg.connect(pg_server.url(name), autocommit=True) as conn:
@@ -78,16 +79,8 @@ def bulk(pg_server: LocalPostgres, pg_template: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def url(pg_server: LocalPostgres, database: str) -> str:
-    url = pg_server.url(database)
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(BULK)
-    return url
-
-
-@pytest.fixture
-async def pool(url: str) -> AsyncIterator[AsyncConnectionPool]:
-    async with AsyncConnectionPool(url, min_size=2, max_size=2, open=False) as opened:
+async def pool(bulk: str) -> AsyncIterator[AsyncConnectionPool]:
+    async with AsyncConnectionPool(bulk, min_size=2, max_size=2, open=False) as opened:
         yield opened
 
 
@@ -110,7 +103,8 @@ def test_each_batch_walks_an_index_range_and_reads_about_a_batch(bulk: str, tabl
     assert walked["Actual Rows"] + walked.get("Rows Removed by Filter", 0) <= 1001, json.dumps(plan, indent=1)
 
 
-async def test_only_row_locks_and_a_writer_waits_at_most_a_batch(url: str, pool: AsyncConnectionPool) -> None:
+async def test_only_row_locks_and_a_writer_waits_at_most_a_batch(bulk: str, pool: AsyncConnectionPool) -> None:
+    url = bulk
     rows = PostgresTransientRows(pool)
     batches: dict[Transient, list[float]] = {t: [] for t in Transient}
     locks: set[str] = set()
