@@ -19,12 +19,14 @@ from videocopies.adapters.postgres.ledger_audit import audit_ledger
 from videocopies.adapters.postgres.retention import PostgresTransientRows
 from videocopies.adapters.system import SystemClock
 from videocopies.application import use_cases as uc
+from videocopies.application.errors import NotFound
 from videocopies.application.retention import PruneTables
 from videocopies.cli import main as cli
 from videocopies.domain.coins import LotKind
-from videocopies.domain.jobs import CopyArtifact
+from videocopies.domain.jobs import CopyArtifact, LeaseLost
+from videocopies.domain.orders import OrderState
 from videocopies.domain.retention import MONEY, PrunableRow, RetentionPolicy, Transient
-from videocopies.domain.shared import JobId, OwnerToken, UserId, WorkerId
+from videocopies.domain.shared import JobId, OrderId, OwnerToken, UserId, WorkerId
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 
@@ -180,6 +182,25 @@ async def test_prune_deletes_exactly_the_due_rows_in_batches_and_keeps_money(
     assert not (await PruneTables(rows, SystemClock(), POLICY, batch=2)()).total  # nothing left to prune
 
 
+async def _refusals_in_the_domains_words(url: str, names: dict[str, str]) -> None:
+    """A done job whose receipt and checkpoints are gone, and a quote that is gone: a retried
+    report is refused as a lost lease, a cancel finds the order done, a confirmation finds nothing."""
+    service = PostgresService(settings=Settings(quote_secret=b"prune-seed-secret" * 2))
+    service.gateways.config.from_dict({"database_url": url, "pool_size": 1})
+    pool = service.gateways.pool()
+    await pool.open(wait=True)
+    cases, done = service.use_cases, names["old_done"]
+    try:
+        with pytest.raises(LeaseLost):
+            await cases.complete_job()(uc.CompleteJobCommand(JobId(done), OwnerToken("t"), f"r-{_order_of(url, done)}"))
+        cancel = uc.CancelOrderCommand(UserId(USER), OrderId(_order_of(url, done)))
+        assert await cases.cancel_order()(cancel) is OrderState.DONE  # its job loaded, with no checkpoints
+        with pytest.raises(NotFound):
+            await cases.confirm_order()(uc.ConfirmOrderCommand(UserId(USER), OrderId(names["quote_old"]), None))
+    finally:
+        await pool.close()
+
+
 def _order_of(url: str, job_id: str) -> str:
     with psycopg.connect(url) as conn:
         return str(conn.execute("SELECT order_id FROM jobs WHERE job_id = %s", [job_id]).fetchone()[0])
@@ -189,9 +210,10 @@ async def test_the_ledger_audit_and_the_panel_still_work_after_pruning_everythin
     pg_server: LocalPostgres, database: str, pool: AsyncConnectionPool
 ) -> None:
     url = pg_server.url(database)
-    await seed(url)
+    names = await seed(url)
     everything = RetentionPolicy(*(timedelta(0),) * 5)
     assert (await PruneTables(PostgresTransientRows(pool), SystemClock(), everything, batch=None)()).total
+    await _refusals_in_the_domains_words(url, names)
 
     audit = audit_ledger(url)
     assert audit.sound, [f.describe() for f in audit.findings]
