@@ -18,7 +18,7 @@ import httpx
 
 from media import make_clip
 from videocopies.adapters.objectstore import LocalSeaweed, S3ObjectStore
-from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.adapters.postgres.cluster import LocalPostgres, process_alive
 from videocopies.roles.launch import CoreProcess, issue_token, worker_process
 
 from .harness import fetch_all, wait_for
@@ -38,8 +38,8 @@ def test_deploy_moves_a_working_worker_to_the_new_core_and_redoes_nothing(
     url = pg_server.url(database)
     bucket = f"t-{uuid.uuid4().hex[:16]}"
     store = S3ObjectStore(bucket, seaweed.endpoint_url, seaweed.access_key, seaweed.secret_key)
-    # Ten copies of an 8 s clip: the job is still rendering when the new core takes over.
-    clip = make_clip(tmp_path / "clip.mp4", seconds=8, width=540, height=960)
+    # Ten copies of a 4 s clip: the job is still rendering when the new core takes over.
+    clip = make_clip(tmp_path / "clip.mp4", seconds=4, width=540, height=960)
     order_id = asyncio.run(_order(url, store, clip, copies=10))
     env = {
         "VIDEOCOPIES_S3_ENDPOINT": seaweed.endpoint_url, "VIDEOCOPIES_S3_BUCKET": bucket,
@@ -48,10 +48,12 @@ def test_deploy_moves_a_working_worker_to_the_new_core_and_redoes_nothing(
     }
     control = {"VIDEOCOPIES_NODE_TOKEN": issue_token(url, "ops", "control"),
                "VIDEOCOPIES_WORK_DIR": str(tmp_path / "deploy")}
-    old = CoreProcess(url, quote_secret=SECRET, **env).start()
+    old = CoreProcess(url, quote_secret=SECRET, **env)
+    # The worker starts beside core: its imports take seconds, and it retries core until core answers.
     worker = worker_process(old.url, issue_token(url, "w-deploy"), tmp_path / "work", VIDEOCOPIES_LEASE_TTL_S="6")
     new_pid = None
     try:
+        old.start()
         # Not enough memory for two cores: refused before anything starts.
         short = _deploy(old, control, "--min-free-mb", str(10**9))
         assert short.returncode == 2 and "not switching" in short.stderr
@@ -70,16 +72,17 @@ def test_deploy_moves_a_working_worker_to_the_new_core_and_redoes_nothing(
         )
         assert httpx.get(f"{new_url}/_info").json()["moved_to"] is None
     finally:
-        # The new core runs in a session of its own: stopped here whatever else fails.
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=30)
+        # The new core runs in a session of its own: stopped here whatever else fails. Its parent
+        # (the deploy command) is gone, so it stays a zombie until init reaps it: not running.
         if new_pid is not None:
             os.kill(new_pid, signal.SIGTERM)
             deadline = time.monotonic() + 30
-            while Path(f"/proc/{new_pid}").exists() and time.monotonic() < deadline:
+            while process_alive(new_pid) and time.monotonic() < deadline:
                 time.sleep(0.1)
         if old.process is not None and old.process.poll() is None:
             old.stop()
-        worker.send_signal(signal.SIGTERM)
-        _, err = worker.communicate(timeout=30)
     assert worker.returncode == 0, err.decode()[-3000:]
     assert b"core moved" in err
     (attempts, state), = fetch_all(url, "SELECT attempts, state FROM jobs")
