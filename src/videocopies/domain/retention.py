@@ -27,6 +27,8 @@ class Transient(enum.Enum):
     CHECKPOINTS = "job_checkpoints"
 
 
+PRUNE_TABLES = "prune-tables"  # the duty under which one node at a time prunes
+
 # Coins, reservations, payments and their history: kept forever, whatever the settings say.
 MONEY = frozenset({
     "coin_accounts", "coin_lots", "coin_reservations", "coin_holds", "coin_debits", "payments",
@@ -97,6 +99,3 @@ class RetentionPolicy:
         retention after delivery plus its order's source grace)."""
         if self.checkpoints < copy_lifetime:
             raise CheckpointsOutliveCopies(self.checkpoints, copy_lifetime)
-
-
-PRUNE_TABLES = "prune-tables"  # the duty: one node prunes at a time
