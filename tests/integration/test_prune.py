@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
+from videocopies.adapters.postgres.bouncer import LocalPgBouncer
 from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.control_views import PostgresControlReadModel, control_pool
 from videocopies.adapters.postgres.ledger_audit import audit_ledger
@@ -232,23 +233,25 @@ async def test_the_ledger_audit_and_the_panel_still_work_after_pruning_everythin
 
 
 def test_the_command_prints_per_table_and_a_dry_run_deletes_nothing(
-    pg_server: LocalPostgres, database: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    pg_server: LocalPostgres, database: str, pgbouncer: LocalPgBouncer, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Through PgBouncer in transaction mode, as an operator may run it."""
     import asyncio
 
-    url = pg_server.url(database)
+    url, pooled = pg_server.url(database), pgbouncer.url(database)
     asyncio.run(seed(url))
     before = facts(url)
     expected = {t.value: len(keys) for t, keys in due(before, SystemClock().now()).items()}
     monkeypatch.setenv("VIDEOCOPIES_PRUNE_BATCH", "3")
 
-    assert cli(["--database-url", url, "db", "prune", "--dry-run", "--json"]) == 0
+    assert cli(["--database-url", pooled, "db", "prune", "--dry-run", "--json"]) == 0
     dry = capsys.readouterr().out.splitlines()
     assert json.loads(dry[-1]) == {**expected, "dry_run": True}
     assert f"inbox: would delete {expected['inbox']} rows" in dry
     assert facts(url) == before
 
-    assert cli(["--database-url", url, "db", "prune", "--json"]) == 0
+    assert cli(["--database-url", pooled, "db", "prune", "--json"]) == 0
     done = capsys.readouterr().out.splitlines()
     assert json.loads(done[-1]) == {**expected, "dry_run": False}
     assert f"quotes: deleted {expected['quotes']} rows" in done
