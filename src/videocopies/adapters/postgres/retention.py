@@ -85,7 +85,8 @@ WALKS = {
         due="SELECT w.id AS row FROM walked w WHERE w.due",
         recheck="t.sent_at <= %(cutoff)s", row="id",
     ),
-    # A receipt answers retries of its report; it goes once its job is closed.
+    # A receipt answers retries of its report; it goes once the job its result names is closed
+    # (or gone). Completions grouped in one transaction share created_at: the walk orders ties.
     Transient.RECEIPTS: _Walk(
         "receipts", ("created_at", "receipt_id"), (_FIRST_TIME, ""),
         walked="""
