@@ -3,6 +3,9 @@ test asks for it, once per session, and stops at the end."""
 
 from __future__ import annotations
 
+import itertools
+import queue
+import threading
 import uuid
 from collections.abc import Iterator
 
@@ -14,6 +17,63 @@ from videocopies.adapters.postgres.bouncer import LocalPgBouncer
 from videocopies.adapters.postgres.cluster import LocalPostgres
 
 TEMPLATE = "videocopies_template"
+
+
+class DatabaseClones:
+    """Clones of the template made one test ahead, and dropped after their test, on a thread
+    of their own: a test neither waits for its database nor for the last one's drop (each
+    costs as long as a short test)."""
+
+    _STOP, _CLONE, _DROP = 0, 1, 2  # the order the thread takes them in
+
+    def __init__(self, server: LocalPostgres, template: str, ahead: int = 1) -> None:
+        self._server, self._template = server, template
+        self._jobs: queue.PriorityQueue[tuple[int, int, str]] = queue.PriorityQueue()
+        self._order = itertools.count()
+        self._ready: queue.Queue[str | BaseException] = queue.Queue()
+        self.undropped: list[str] = []
+        self._thread = threading.Thread(target=self._work, name="database-clones", daemon=True)
+        self._thread.start()
+        for _ in range(ahead):
+            self._put(self._CLONE)
+
+    def _put(self, job: int, name: str = "") -> None:
+        self._jobs.put((job, next(self._order), name))
+
+    def _work(self) -> None:
+        while True:
+            job, _, name = self._jobs.get()
+            if job == self._STOP:
+                return
+            if job == self._DROP:
+                try:
+                    self._server.drop_database(name)
+                except Exception as error:
+                    self.undropped.append(f"{name}: {error}")
+                continue
+            name = f"t_{uuid.uuid4().hex[:12]}"
+            try:
+                self._server.create_database(name, template=self._template)
+            except BaseException as error:  # the test that takes it fails with it
+                self._ready.put(error)
+            else:
+                self._ready.put(name)
+
+    def take(self) -> str:
+        self._put(self._CLONE)  # for the next test
+        made = self._ready.get(timeout=300)
+        if isinstance(made, BaseException):
+            raise made
+        return made
+
+    def drop(self, name: str) -> None:
+        self._put(self._DROP, name)
+
+    def close(self) -> None:
+        """Stop after the job in hand; clones and drops left undone go with the server."""
+        self._put(self._STOP)
+        self._thread.join(timeout=60)
+        assert not self.undropped, f"databases not dropped: {self.undropped}"
 
 
 @pytest.fixture(scope="session")
@@ -30,20 +90,26 @@ def pg_template(pg_server: LocalPostgres) -> str:
 
 
 @pytest.fixture(scope="session")
+def database_clones(pg_server: LocalPostgres, pg_template: str) -> Iterator[DatabaseClones]:
+    clones = DatabaseClones(pg_server, pg_template)
+    yield clones
+    clones.close()
+
+
+@pytest.fixture(scope="session")
 def pgbouncer(pg_server: LocalPostgres) -> Iterator[LocalPgBouncer]:
     with LocalPgBouncer(upstream_port=pg_server.port, default_pool_size=10, max_client_conn=2000) as bouncer:
         yield bouncer
 
 
 @pytest.fixture
-def database(pg_server: LocalPostgres, pg_template: str) -> Iterator[str]:
+def database(database_clones: DatabaseClones) -> Iterator[str]:
     """A fresh database with the schema, dropped after the test; yields its name."""
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    pg_server.create_database(name, template=pg_template)
+    name = database_clones.take()
     try:
         yield name
     finally:
-        pg_server.drop_database(name)
+        database_clones.drop(name)
 
 
 @pytest.fixture(params=["direct", "pgbouncer"])
