@@ -2,17 +2,18 @@
 clears the source's `released_at`, and is refused when the lifecycle duty has already decided to
 delete that source.
 
-The duty decides a source's deletion in a transaction that locks the source's row, checks again
-that no open order or live quote uses it, and marks it (`deleted_at` on a row still `stored`:
-the store's delete is under way); the quote's insert and the confirmation's update lock the
-same row. So the two are ordered by the row's lock, whichever comes first:
+The duty decides a source's deletion in a transaction that locks the source's row and its
+quoted orders' rows, checks again that no open order or live quote uses it, and marks it
+(`deleted_at` on a row still `stored`: the store's delete is under way). A quote's insert locks
+the source's row (a share lock); a confirmation's update holds its order's row lock when it
+reads the source's row. So each is ordered with the duty by a lock, whichever comes first:
 - the order first: the source is in use again, and the duty's decision passes it by;
 - the duty first: the quote or confirmation is refused (sqlstate VC001,
   "conflict:source_gone:<key>"), and the bot asks the user for the video again.
 A quoted source under `sources/` without a row (stored by a local run or a test, not through the
 inbox) gets its row with the quote, so the lifecycle keeps it while its order runs, rather than
-taking it for a stray, and deletes it after. The lock on an existing row is a share lock (the
-row is written only when the source was released), so confirmations do not queue on each other.
+taking it for a stray, and deletes it after. A confirmation only reads the source's row (it is
+written only when the source was released), so confirmations pay an index lookup, no lock.
 
 Code of level 5 and 6 runs on this schema unchanged: a quote refused here is the rare case of a
 source deleted while its quote or confirmation was being written; without this revision the
@@ -36,7 +37,11 @@ CREATE FUNCTION videocopies_quote_takes_source() RETURNS trigger LANGUAGE plpgsq
 DECLARE
     source stored_objects%ROWTYPE;
 BEGIN
-    SELECT * INTO source FROM stored_objects WHERE key = NEW.source_key FOR KEY SHARE;
+    IF TG_OP = 'INSERT' THEN
+        SELECT * INTO source FROM stored_objects WHERE key = NEW.source_key FOR KEY SHARE;
+    ELSE  -- the order's row is locked by now: the duty locks it too (see above)
+        SELECT * INTO source FROM stored_objects WHERE key = NEW.source_key;
+    END IF;
     IF NOT FOUND THEN
         IF NEW.source_key LIKE 'sources/%' THEN
             INSERT INTO stored_objects (key, kind, user_id, size, state, stored_at)

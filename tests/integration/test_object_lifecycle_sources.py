@@ -154,3 +154,45 @@ async def test_a_quote_that_comes_while_the_source_is_being_deleted_is_refused(b
     slow.go_on.set()
     assert (await asyncio.wait_for(sweep, 30)).deleted["source"] == 1
     assert bot.state() == ("deleted", True)
+
+
+EXPIRED_QUOTE = (
+    "INSERT INTO orders (order_id, user_id, source_key, copies, price_per_copy, total, tariff_version, "
+    "quote_expires_at, quote_token, seed, state, copy_states, created_at, version) VALUES "
+    "('q2', 9, %s, 5, 4, 20, 1, now() - interval '1 second', 't', 1, 'quoted', '[]', now(), 1)"
+)
+CONFIRM = "UPDATE orders SET state = 'confirmed', version = 2 WHERE order_id = 'q2'"
+
+
+async def test_a_confirmation_written_while_the_duty_decides_keeps_its_source(bot: Bot) -> None:
+    """The quote has just expired by the duty's clock, but a confirmation made in time is being
+    written: the decision waits for it, and the confirmed order keeps its source."""
+    with psycopg.connect(bot.url) as conn:
+        conn.execute(EXPIRED_QUOTE, [SOURCE])
+    confirm = await asyncio.to_thread(psycopg.connect, bot.url)
+    try:
+        confirm.execute(CONFIRM)
+        sweep = asyncio.create_task(bot.lifecycle()())
+        await asyncio.sleep(0.5)
+        assert not sweep.done()  # the decision waits for the confirmation
+        await asyncio.to_thread(confirm.commit)
+        result = await asyncio.wait_for(sweep, 30)
+    finally:
+        await asyncio.to_thread(confirm.close)
+    assert result.deleted["source"] == 0
+    assert bot.state() == ("stored", False) and await bot.store.keys("sources") == [SOURCE]
+
+
+async def test_a_confirmation_that_comes_while_the_source_is_being_deleted_is_refused(bot: Bot) -> None:
+    with psycopg.connect(bot.url) as conn:
+        conn.execute(EXPIRED_QUOTE, [SOURCE])
+    slow = _SlowStore(bot.store)
+    sweep = asyncio.create_task(bot.lifecycle(slow)())
+    await asyncio.wait_for(slow.deleting.wait(), 30)
+    with psycopg.connect(bot.url) as conn, pytest.raises(psycopg.Error) as refused:
+        conn.execute(CONFIRM)
+    assert refused.value.sqlstate == "VC001" and f"source_gone:{SOURCE}" in str(refused.value)
+    slow.go_on.set()
+    await asyncio.wait_for(sweep, 30)
+    with psycopg.connect(bot.url) as conn:
+        assert conn.execute("SELECT state FROM orders WHERE order_id = 'q2'").fetchone() == ("quoted",)

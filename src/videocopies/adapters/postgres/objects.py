@@ -49,12 +49,19 @@ UNION ALL
   WHERE state = 'stored' AND released_at <= %(before)s AND kind = 'copy' ORDER BY released_at LIMIT %(limit)s)
 LIMIT %(limit)s
 """
-# The decision to delete, under the rows' locks: a quote or a confirmation takes its source's row
-# too (migration 0021), so either it came first and the source is in use again (checked here by a
-# statement that starts after the lock was had, so it sees that order), or it comes after and is
-# refused. `deleted_at` on a row still stored: the store's delete is under way (or failed, and the
-# next pass tries again).
+# The decision to delete, under the rows' locks: the source's row, which a quote locks too, and its
+# quotes' rows, which a confirmation locks (migration 0021). Either the quote or confirmation came
+# first and the source is in use (checked by a statement that starts after the locks were had, so
+# it sees that order), or it comes after and is refused. `deleted_at` on a row still stored: the
+# store's delete is under way (or failed, and the next pass tries again).
 _LOCK = "SELECT key FROM stored_objects WHERE key = ANY(%(keys)s) ORDER BY key FOR UPDATE"
+_LOCK_QUOTES = """
+SELECT 1 FROM stored_objects s JOIN orders o
+    ON o.user_id = s.user_id AND o.created_at >= s.stored_at - interval '1 hour' AND o.source_key = s.key
+ WHERE s.key = ANY(%(keys)s) AND s.kind = 'source' AND o.state = 'quoted'
+ ORDER BY o.order_id
+   FOR SHARE OF o
+"""
 _BEGIN_DELETING = f"""
 UPDATE stored_objects s SET deleted_at = coalesce(s.deleted_at, %(now)s)
  WHERE s.key = ANY(%(keys)s) AND s.state <> 'deleted'
@@ -117,6 +124,7 @@ class PostgresObjectRows:
     async def begin_deleting(self, keys: Sequence[str], before: datetime, now: datetime) -> list[str]:
         async with self._pool.connection() as conn, conn.transaction():
             await conn.execute(_LOCK, {"keys": list(keys)})
+            await conn.execute(_LOCK_QUOTES, {"keys": list(keys)})
             cur = await conn.execute(_BEGIN_DELETING, {"keys": list(keys), "before": before, "now": now})
             taken = {key for (key,) in await cur.fetchall()}
         return [key for key in keys if key in taken]
