@@ -18,7 +18,8 @@ store's objects must be back where they were before the first order.
 
 Prints one JSON line: the figures that must be 0, and how many of each fault was injected.
 
-    uv run python bench/soak.py [--orders 200] [--users 25] [--workers 3] [--seed 9]
+    uv run python bench/soak.py [--orders 200] [--users 25] [--workers 3] [--seed 9] [--payments 8]
+        [--pg-setting synchronous_commit=off]
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ class Users:
         self.service.gateways.config.from_dict({"database_url": stack.url, "pool_size": 4})
         self.confirmed: list[str] = []
         self.cancel_requests = 0
+        self.bought_at = 0.0
+        self.purchases: list[str] = []
         self._uploaded: set[int] = set()
 
     @property
@@ -163,13 +166,13 @@ class Users:
         return quote.quote_id
 
 
-async def buy(sim: httpx.AsyncClient, user: int, stars: int = 50) -> str | None:
+async def buy(sim: httpx.AsyncClient, user: int, stars: int = 50) -> tuple[str | None, str]:
     """/buy, press the package, pay the invoice: the charge id once Telegram took the money
-    (the bot accepted the pre-checkout query), None when it was declined or nothing came."""
+    (the bot accepted the pre-checkout query), else None; and what happened."""
     at = f"/_sim/users/{user}"
 
     async def next_message(**match: str) -> dict[str, Any] | None:
-        answer = await sim.get(f"{at}/received/next", params={"timeout": 60, **match}, timeout=70)
+        answer = await sim.get(f"{at}/received/next", params={"timeout": 30, **match}, timeout=40)
         return answer.json()["message"] if answer.status_code == 200 else None
 
     seen = await sim.get(f"{at}/received")
@@ -177,29 +180,37 @@ async def buy(sim: httpx.AsyncClient, user: int, stars: int = 50) -> str | None:
     (await sim.post(f"{at}/messages", json={"text": "/buy"})).raise_for_status()
     packages = await next_message(contains="Telegram Stars", after=str(after))
     if packages is None:
-        return None
+        return None, "no packages"
     press = {"message_id": packages["message_id"], "data": f"b:{stars}"}
     (await sim.post(f"{at}/presses", json=press)).raise_for_status()
     invoice = await next_message(method="sendInvoice")
     if invoice is None:
-        return None
+        return None, "no invoice"
     paid = await sim.post(f"{at}/payments", json={"message_id": invoice["message_id"]})
     query = paid.raise_for_status().json()["pre_checkout_query_id"]
     outcome = (await sim.get(f"{at}/payments/{query}", params={"wait": 30}, timeout=40)).json()
-    return str(outcome["telegram_payment_charge_id"]) if outcome["outcome"] == "paid" else None
+    return (str(outcome["telegram_payment_charge_id"]) if outcome["outcome"] == "paid" else None), outcome["outcome"]
 
 
 async def buy_all(users: Users, sim_url: str) -> list[str]:
     """Each buyer buys one package, trying again (a new /buy) while the bot does not answer."""
 
-    async def one(user: int) -> str | None:
+    async def one(user: int, delay_s: float) -> str | None:
+        # After the welcome, as a user would (a /buy before /start is handled is not answered),
+        # and spread over the run, so that some payment is on its way when the server dies.
+        await sim.get(f"/_sim/users/{user}/received/next", params={"timeout": 60}, timeout=70)
+        await asyncio.sleep(delay_s)
         for _ in range(5):
-            if charge := await buy(sim, user):
+            began = time.monotonic()
+            charge, what = await buy(sim, user)
+            users.purchases.append(f"{user}: {what} in {time.monotonic() - began:.1f} s")
+            if charge:
                 return charge
         return None
 
     async with httpx.AsyncClient(base_url=sim_url, timeout=30) as sim:
-        charges = await asyncio.gather(*(one(user) for user in users.buyers))
+        charges = await asyncio.gather(*(one(user, 6.0 * n) for n, user in enumerate(users.buyers)))
+    users.bought_at = time.monotonic()
     return [c for c in charges if c]
 
 
@@ -264,6 +275,7 @@ def soak(plan: SoakPlan, scratch: Path) -> dict[str, Any]:
         with Chaos(built, plan, random.Random(plan.seed + 1), notes) as chaos:
             asyncio.run(drive(chaos))
             phases["orders"] = time.monotonic() - started
+            phases["payments"] = users.bought_at - started
             deadline = time.monotonic() + plan.settle_timeout_s
             while time.monotonic() < deadline and (
                 chaos.rounds < plan.min_rounds or open_orders(built.url, users.confirmed)
@@ -271,7 +283,11 @@ def soak(plan: SoakPlan, scratch: Path) -> dict[str, Any]:
                 time.sleep(1)
         phases["faults"] = time.monotonic() - started
         settle(built, users, plan.settle_timeout_s)
-        time.sleep(3 * TIDY_S)  # core's pass over the closed jobs' stray copies
+        # Core's passes over the closed jobs' stray copies: at least one, at most three.
+        time.sleep(TIDY_S)
+        deadline = time.monotonic() + 2 * TIDY_S
+        while objects(built)["orphan_objects"] and time.monotonic() < deadline:
+            time.sleep(1)
         figures = books(built, users.confirmed, chaos.zombies)
         figures.update(objects(built))
         figures.update(acknowledged(built, users.confirmed, paid))
@@ -281,7 +297,9 @@ def soak(plan: SoakPlan, scratch: Path) -> dict[str, Any]:
         figures["copy_messages"] = fetch(built.url, "SELECT count(*), count(sent_at), count(delivery), "
                                           "min(delivery::text) FROM outbox WHERE kind = 'copy_ready'")[0]
         figures["cancel_requests"] = users.cancel_requests
+        figures["purchases"] = users.purchases
         figures["faults"] = dict(chaos.injected)
+        figures["faults_s"] = dict(chaos.took)
         figures["fault_errors"] = chaos.errors
         figures["notes"] = notes
         figures["durable"], figures["pg_settings"] = plan.durable, dict(plan.pg_settings)

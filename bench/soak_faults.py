@@ -32,6 +32,7 @@ class Chaos:
     def __init__(self, stack: Stack, plan: SoakPlan, rng: random.Random, notes: list[str]) -> None:
         self._stack, self._plan, self._rng, self._notes = stack, plan, rng, notes
         self.injected: Counter[str] = Counter({fault: 0 for fault in FAULTS})
+        self.took: Counter[str] = Counter()  # seconds spent injecting each kind (and recovering)
         self.zombies: list[Zombie] = []
         self.rounds = 0
         self._stop = threading.Event()
@@ -56,9 +57,11 @@ class Chaos:
                 cycle = self._kinds()
                 self._rng.shuffle(cycle)  # every kind once per round, in a seeded order
             kind = cycle.pop()
+            began = time.monotonic()
             try:
                 getattr(self, kind)()
                 self.injected[kind] += 1
+                self.took[kind] = round(self.took[kind] + time.monotonic() - began, 1)
             except Exception as error:  # a fault that could not be injected is reported, not fatal
                 self.errors.append(f"{kind}: {error!r}")
             if not cycle:
