@@ -1,4 +1,5 @@
-"""Helpers for integration tests against a real LocalPostgres and LocalPgBouncer (no fixtures here)."""
+"""Helpers for integration tests against a real LocalPostgres and LocalPgBouncer, and roles run as
+processes (no fixtures here)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from psycopg.rows import dict_row
 
 from videocopies.adapters.postgres.bouncer import LocalPgBouncer
 from videocopies.adapters.postgres.cluster import LocalPostgres, as_service_user, pg_bindir
+from videocopies.roles.launch import stop_process
 
 
 def connect(url: str, **kwargs: Any) -> psycopg.Connection:
@@ -42,15 +44,18 @@ def wait_for(predicate: Any, timeout: float = 60.0) -> None:
 
 def wait_answering(process: subprocess.Popen[bytes], url: str, timeout: float = 30.0, **get: Any) -> None:
     """Poll `url` until it answers 2xx; fail with the process's stderr if it exits first.
-    `get`: more arguments for httpx.get (a `verify` context for https)."""
+    `get`: more arguments for the httpx client (a `verify` context for https)."""
     deadline = time.monotonic() + timeout
-    while True:
-        assert process.poll() is None, process.stderr.read().decode()[-2000:] if process.stderr else process.returncode
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(url, timeout=1.0, **get).is_success:
-                return
-        assert time.monotonic() < deadline, f"nothing answered on {url}"
-        time.sleep(0.05)
+    # One client for every try: a new one per try builds a TLS context each time, CPU taken from the role starting.
+    with httpx.Client(timeout=1.0, **get) as client:
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(process.stderr.read().decode()[-2000:] if process.stderr else process.returncode)
+            with contextlib.suppress(httpx.TransportError):
+                if client.get(url).is_success:
+                    return
+            assert time.monotonic() < deadline, f"nothing answered on {url}"
+            time.sleep(0.05)
 
 
 def unique_name(prefix: str = "test") -> str:
@@ -105,3 +110,15 @@ def pg_ctl_status(pg: LocalPostgres) -> int:
     """pg_ctl status's exit code: 0 running, 3 not running, 4 no usable data directory."""
     argv = as_service_user([pg_bindir() / "pg_ctl", "status", "-D", pg.data_dir])
     return subprocess.run([str(arg) for arg in argv], capture_output=True, cwd="/").returncode
+
+
+@contextlib.contextmanager
+def stopped_if_left(process: subprocess.Popen[bytes]) -> Iterator[subprocess.Popen[bytes]]:
+    """For a role started before the core it talks to (its imports take seconds, and it retries
+    core until core answers): stopped on the way out if the test did not stop it, say because
+    core failed to start."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            stop_process(process)

@@ -13,6 +13,8 @@ from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.telegram.simulator import BotApiSimulator, SimulatedUser
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process
 
+from .harness import stopped_if_left
+
 
 async def _all_welcomed(users: list[SimulatedUser]) -> None:
     await asyncio.gather(*(u.next_message(contains="50 coins", timeout=60) for u in users))
@@ -20,22 +22,24 @@ async def _all_welcomed(users: list[SimulatedUser]) -> None:
 
 def test_a_429_pauses_every_send_for_its_window(pg_server: LocalPostgres, database: str, tmp_path: Path) -> None:
     url = pg_server.url(database)
-    with BotApiSimulator(global_burst=30, global_rate=10, fault_rate=0.0, slow_rate=0.0) as sim, \
-            CoreProcess(url, quote_secret="flood" * 7) as core:
+    with BotApiSimulator(global_burst=30, global_rate=10, fault_rate=0.0, slow_rate=0.0) as sim:
         token = sim.create_bot()
+        core = CoreProcess(url, quote_secret="flood" * 7)
+        # Edge starts beside core: its imports take seconds, and it retries core until core answers.
         edge = edge_process(core.url, issue_token(url, "edge-1", "edge"), token, sim.url, tmp_path / "edge")
-        try:
-            deadline = time.monotonic() + 60
-            while sim.state.bots[token].poll_generation < 1:
-                assert edge.poll() is None and time.monotonic() < deadline
-                time.sleep(0.05)
-            users = [sim.create_user(token, language_code="en") for _ in range(80)]
-            for user in users:
-                user.send_text("/start")
-            asyncio.run(_all_welcomed(users))
-            stats = sim.state.stats()
-        finally:
-            code, err = stop_process(edge)
-        assert code == 0, err.decode()[-3000:]
+        with stopped_if_left(edge), core:
+            try:
+                deadline = time.monotonic() + 60
+                while sim.state.bots[token].poll_generation < 1:
+                    assert edge.poll() is None and time.monotonic() < deadline
+                    time.sleep(0.05)
+                users = [sim.create_user(token, language_code="en") for _ in range(80)]
+                for user in users:
+                    user.send_text("/start")
+                asyncio.run(_all_welcomed(users))
+                stats = sim.state.stats()
+            finally:
+                code, err = stop_process(edge)
+            assert code == 0, err.decode()[-3000:]
     assert stats["refused_429"] >= 1, stats  # the limit was met...
     assert stats["flood_violations"] == 0, stats  # ...and never pushed against while it lasted

@@ -7,6 +7,8 @@ and referrals go through the operator's API and the bot the same way."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -15,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from videocopies import cli
 from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.telegram.simulator import BotApiSimulator
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process
 
-from .harness import fetch_all, fetch_one, wait_for
+from .harness import fetch_all, fetch_one, stopped_if_left, wait_for
 
 SECRET = "payments-secret" * 3
 
@@ -87,11 +91,21 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     assert code == 0, err.decode()[-3000:]
 
 
-def _cli(url: str, bot_token: str, sim_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "VIDEOCOPIES_DATABASE_URL": url, "VIDEOCOPIES_QUOTE_SECRET": SECRET,
+def _cli(url: str, bot_token: str, sim_url: str, *args: str, here: bool = False) -> subprocess.CompletedProcess[str]:
+    """`videocopies payments ...` as a process; `here`: the same command line run in this process,
+    which spares a process the seconds of importing aiogram again."""
+    env = {"VIDEOCOPIES_DATABASE_URL": url, "VIDEOCOPIES_QUOTE_SECRET": SECRET,
            "VIDEOCOPIES_BOT_TOKEN": bot_token, "VIDEOCOPIES_TELEGRAM_URL": sim_url}
-    return subprocess.run([sys.executable, "-m", "videocopies.cli", "payments", *args], env=env,
-                          capture_output=True, text=True, timeout=60)
+    argv = ["payments", *args]
+    if not here:
+        return subprocess.run([sys.executable, "-m", "videocopies.cli", *argv], env={**os.environ, **env},
+                              capture_output=True, text=True, timeout=60)
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        for name, value in env.items():
+            patch.setenv(name, value)
+        code = cli.main(argv)
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def test_duplicate_dropped_and_late_notifications_credit_each_charge_once(
@@ -102,8 +116,10 @@ def test_duplicate_dropped_and_late_notifications_credit_each_charge_once(
         bot_token = sim.create_bot()
         core_env = {"VIDEOCOPIES_BOT_TOKEN": bot_token, "VIDEOCOPIES_TELEGRAM_URL": sim.url,
                     "VIDEOCOPIES_RECONCILE_EVERY_S": "1"}
-        with CoreProcess(url, quote_secret=SECRET, **core_env) as core:
-            edge = edge_process(core.url, issue_token(url, "edge-pay", "edge"), bot_token, sim.url, tmp_path / "e")
+        core = CoreProcess(url, quote_secret=SECRET, **core_env)
+        # Edge starts beside core: its imports take seconds, and it retries core until core answers.
+        edge = edge_process(core.url, issue_token(url, "edge-pay", "edge"), bot_token, sim.url, tmp_path / "e")
+        with stopped_if_left(edge), core:
             try:
                 user = sim.create_user(bot_token, first_name="Ann", language_code="en")
                 user.send_text("/start")
@@ -138,9 +154,10 @@ def test_reconcile_and_refund_from_the_command_line_grants_and_referrals_by_the_
     url = pg_server.url(database)
     with BotApiSimulator() as sim:
         bot_token = sim.create_bot()
-        with CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_COIN_PACKAGES="50:100,100:220") as core:
-            edge_token = issue_token(url, "edge-pay", "edge")
-            edge = edge_process(core.url, edge_token, bot_token, sim.url, tmp_path / "e")
+        core = CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_COIN_PACKAGES="50:100,100:220")
+        edge_token = issue_token(url, "edge-pay", "edge")
+        edge = edge_process(core.url, edge_token, bot_token, sim.url, tmp_path / "e")  # beside core, as above
+        with stopped_if_left(edge), core:
             edge_node = {"Authorization": f"Bearer {edge_token}"}
             operator = {"Authorization": f"Bearer {issue_token(url, 'control-1', 'control')}"}
             try:
@@ -164,12 +181,12 @@ def test_reconcile_and_refund_from_the_command_line_grants_and_referrals_by_the_
                 assert verdict == {"ok": False, "error_message": "This offer has changed. Open /buy to see the "
                                                                  "current packages."}
 
-                refunded = _cli(url, bot_token, sim.url, "refund", dropped, "--reason", "asked nicely")
+                refunded = _cli(url, bot_token, sim.url, "refund", dropped, "--reason", "asked nicely", here=True)
                 assert refunded.returncode == 0, refunded.stderr
                 assert f"refund {dropped}: done, 100 coins" in refunded.stdout
                 assert sim.state.bot(bot_token).charges[dropped].refunded
                 assert "100 coins was refunded" in _next(ann, contains="refunded").text
-                again = _cli(url, bot_token, sim.url, "refund", dropped)
+                again = _cli(url, bot_token, sim.url, "refund", dropped, here=True)
                 assert again.returncode == 2 and "AlreadyRefunded" in again.stderr
                 twice = httpx.post(f"{core.url}/v1/control/payments/{dropped}/refund", headers=operator,
                                    json={"reason": "again"})
