@@ -16,6 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from integration.harness import stopped_if_left
 from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
 from videocopies.adapters.postgres.cluster import LocalPostgres
@@ -33,24 +34,27 @@ def test_a_user_orders_receives_cancels_and_pays_only_for_what_arrived(
     clip = make_clip(tmp_path / "upload.mp4", seconds=5, width=540, height=960, noise=30, qp=30)
     assert clip.stat().st_size > 25 * 10**6
     processes: list[subprocess.Popen[bytes]] = []
-    with BotApiSimulator(mode="local", files_dir=tmp_path / "telegram") as sim, \
-            CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_TELEGRAM_LOCAL="1") as core:
+    with BotApiSimulator(mode="local", files_dir=tmp_path / "telegram") as sim:
         bot_token = sim.create_bot()
+        core = CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_TELEGRAM_LOCAL="1")
+        # Edge and the worker start beside core: their imports take seconds, and they retry core
+        # until core answers.
         edge_token = issue_token(url, "edge-1", "edge")
         processes.append(edge_process(core.url, edge_token, bot_token, sim.url, tmp_path / "edge", tmp_path / "objects",
                                       local_api=True))
         worker_token = issue_token(url, "worker-1")
         processes.append(worker_process(core.url, worker_token, tmp_path / "work", tmp_path / "objects",
                                         VIDEOCOPIES_TELEGRAM_LOCAL="1"))
-        user = sim.create_user(bot_token, first_name="Ann", language_code="en")
-        try:
-            asyncio.run(_story(user, clip, tmp_path, url))
-        finally:
-            for process in processes:
-                process.send_signal(signal.SIGTERM)  # all at once; then each is waited for
-            for process in processes:
-                code, err = stop_process(process)
-                assert code == 0, err.decode()[-3000:]
+        with stopped_if_left(processes[0]), stopped_if_left(processes[1]), core:
+            user = sim.create_user(bot_token, first_name="Ann", language_code="en")
+            try:
+                asyncio.run(_story(user, clip, tmp_path, url))
+            finally:
+                for process in processes:
+                    process.send_signal(signal.SIGTERM)  # all at once; then each is waited for
+                for process in processes:
+                    code, err = stop_process(process)
+                    assert code == 0, err.decode()[-3000:]
 
 
 async def _story(user, clip: Path, tmp: Path, url: str) -> None:  # type: ignore[no-untyped-def]

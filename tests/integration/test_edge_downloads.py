@@ -16,6 +16,8 @@ from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.telegram.simulator import BotApiSimulator
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process
 
+from .harness import stopped_if_left
+
 SECRET = "downloads-secret" * 2
 
 
@@ -28,29 +30,32 @@ def _edge_count(core_url: str, name: str) -> int:
 def test_a_video_sent_again_is_not_fetched_twice(pg_server: LocalPostgres, database: str, tmp_path: Path) -> None:
     url = pg_server.url(database)
     clip = make_clip(tmp_path / "clip.mp4", seconds=2).read_bytes()
-    with BotApiSimulator() as sim, CoreProcess(url, quote_secret=SECRET) as core:
+    with BotApiSimulator() as sim:
         token = sim.create_bot()
+        core = CoreProcess(url, quote_secret=SECRET)
+        # Edge starts beside core: its imports take seconds, and it retries core until core answers.
         edge = edge_process(core.url, issue_token(url, "edge-1", "edge"), token, sim.url, tmp_path / "edge",
                             tmp_path / "objects")
-        try:
-            user = sim.create_user(token, language_code="en")
+        with stopped_if_left(edge), core:
+            try:
+                user = sim.create_user(token, language_code="en")
 
-            async def story() -> None:
-                user.send_text("/start")
-                await user.next_message(contains="50 coins", timeout=60)
-                for _ in range(2):  # the same file twice: Telegram gives it the same file_unique_id
-                    user.send_video(clip, width=360, height=640, duration=2)
-                    await user.next_message(contains="How many copies", timeout=60)
+                async def story() -> None:
+                    user.send_text("/start")
+                    await user.next_message(contains="50 coins", timeout=60)
+                    for _ in range(2):  # the same file twice: Telegram gives it the same file_unique_id
+                        user.send_video(clip, width=360, height=640, duration=2)
+                        await user.next_message(contains="How many copies", timeout=60)
 
-            asyncio.run(story())
-            deadline = time.monotonic() + 15
-            while _edge_count(core.url, "downloads_already_stored") < 1:
-                assert time.monotonic() < deadline, "edge's counters never said the second video was known"
-                time.sleep(0.5)
-            assert _edge_count(core.url, "downloads_downloads") == 1
-        finally:
-            code, err = stop_process(edge)
-        assert code == 0, err.decode()[-3000:]
+                asyncio.run(story())
+                deadline = time.monotonic() + 15
+                while _edge_count(core.url, "downloads_already_stored") < 1:
+                    assert time.monotonic() < deadline, "edge's counters never said the second video was known"
+                    time.sleep(0.5)
+                assert _edge_count(core.url, "downloads_downloads") == 1
+            finally:
+                code, err = stop_process(edge)
+            assert code == 0, err.decode()[-3000:]
 
 
 def test_a_download_left_half_way_is_taken_up_by_the_next_edge(

@@ -60,9 +60,11 @@ def test_a_worker_with_only_a_token_finishes_its_job_across_a_core_restart(
         "VIDEOCOPIES_S3_ENDPOINT": seaweed.endpoint_url, "VIDEOCOPIES_S3_BUCKET": bucket,
         "VIDEOCOPIES_S3_ACCESS_KEY": seaweed.access_key, "VIDEOCOPIES_S3_SECRET_KEY": seaweed.secret_key,
     }
-    core = CoreProcess(url, quote_secret=SECRET, **s3).start()
+    core = CoreProcess(url, quote_secret=SECRET, **s3)
+    # The worker starts beside core: its imports take seconds, and it retries core until core answers.
     worker = worker_process(core.url, issue_token(url, "w-http"), tmp_path / "work")
     try:
+        core.start()
         wait_for(lambda: fetch_all(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1, timeout=90)
         # The worker holds no credentials and has loaded no SQL driver.
         environment = Path(f"/proc/{worker.pid}/environ").read_bytes().decode(errors="replace")

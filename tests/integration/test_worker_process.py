@@ -99,9 +99,11 @@ def test_sigterm_gives_the_job_back_and_leaves_nothing(
 ) -> None:
     url = pg_server.url(database)
     asyncio.run(_order(url, tmp_path / "objects", clip))
-    core = CoreProcess(url, quote_secret=SECRET).start()
+    core = CoreProcess(url, quote_secret=SECRET)
+    # The worker starts beside core: its imports take seconds, and it retries core until core answers.
     worker = _worker(core, tmp_path, "w-term")
     try:
+        core.start()
         wait_for(lambda: fetch_all(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
         wait_for(lambda: bool(_ffmpeg_children_of(worker.pid)), timeout=20)
         worker.send_signal(signal.SIGTERM)
@@ -123,9 +125,10 @@ def test_sigkill_then_restart_renders_only_the_missing_copies(
     url = pg_server.url(database)
     order_id = asyncio.run(_order(url, tmp_path / "objects", clip))
     plans_before = fetch_all(url, "SELECT plans FROM jobs")[0][0]
-    core = CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_LEASE_TTL_S="3").start()
-    first = _worker(core, tmp_path, "w-kill", ttl_s=3)
+    core = CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_LEASE_TTL_S="3")
+    first = _worker(core, tmp_path, "w-kill", ttl_s=3)  # beside core, as above
     try:
+        core.start()
         wait_for(lambda: fetch_all(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1)
         children = _ffmpeg_children_of(first.pid)
         first.kill()

@@ -23,6 +23,7 @@ import attrs
 import psycopg
 import pytest
 
+from integration.harness import stopped_if_left
 from videocopies.adapters.ffmpeg.binary import ffmpeg_binary
 from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.adapters.postgres.cluster import LocalPostgres
@@ -45,17 +46,21 @@ def bot(pg_server: LocalPostgres, database: str, tmp_path: Path) -> Iterator[Bot
     url = pg_server.url(database)
     store = tmp_path / "objects"
     processes: list[subprocess.Popen[bytes]] = []
-    with BotApiSimulator() as sim, CoreProcess(url, quote_secret=SECRET) as core:
+    with BotApiSimulator() as sim:
         token = sim.create_bot()
+        core = CoreProcess(url, quote_secret=SECRET)
+        # Edge and the worker start beside core: their imports take seconds, and they retry core
+        # until core answers.
         processes.append(edge_process(core.url, issue_token(url, "edge-1", "edge"), token, sim.url,
                                       tmp_path / "edge", store))
         processes.append(worker_process(core.url, issue_token(url, "worker-1"), tmp_path / "work", store))
-        try:
-            yield Bot(sim, token, url)
-        finally:
-            for process in processes:
-                code, err = stop_process(process)
-                assert code == 0, err.decode()[-3000:]
+        with stopped_if_left(processes[0]), stopped_if_left(processes[1]), core:
+            try:
+                yield Bot(sim, token, url)
+            finally:
+                for process in processes:
+                    code, err = stop_process(process)
+                    assert code == 0, err.decode()[-3000:]
 
 
 def _account(url: str, user_id: int) -> tuple[int, int, int]:

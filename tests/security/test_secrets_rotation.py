@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psycopg
 
+from integration.harness import stopped_if_left
 from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.telegram.simulator import BotApiSimulator, SimulatedUser
@@ -42,32 +43,35 @@ def test_a_quote_signed_with_the_previous_secret_confirms_and_one_with_a_retired
 ) -> None:
     url = pg_server.url(database)
     clip = make_clip(tmp_path / "clip.mp4", seconds=2)
-    with BotApiSimulator() as sim, CoreProcess(url, quote_secret=FIRST) as core:
+    with BotApiSimulator() as sim:
         token = sim.create_bot()
+        core = CoreProcess(url, quote_secret=FIRST)
+        # Edge starts beside core: its imports take seconds, and it retries core until core answers.
         edge = edge_process(core.url, issue_token(url, "edge-1", "edge"), token, sim.url, tmp_path / "edge",
                             tmp_path / "objects")
-        try:
-            user = sim.create_user(token, language_code="en")
+        with stopped_if_left(edge), core:
+            try:
+                user = sim.create_user(token, language_code="en")
 
-            async def before_rotation() -> tuple[int, list[tuple[int, str]]]:
-                user.send_text("/start")
-                await user.next_message(contains="50 coins", timeout=60)
-                user.send_video(clip.read_bytes(), width=360, height=640, duration=2)
-                choose = (await user.next_message(contains="How many copies", timeout=60)).message["message_id"]
-                return choose, [await _confirm_button(user, choose), await _confirm_button(user, choose)]
+                async def before_rotation() -> tuple[int, list[tuple[int, str]]]:
+                    user.send_text("/start")
+                    await user.next_message(contains="50 coins", timeout=60)
+                    user.send_video(clip.read_bytes(), width=360, height=640, duration=2)
+                    choose = (await user.next_message(contains="How many copies", timeout=60)).message["message_id"]
+                    return choose, [await _confirm_button(user, choose), await _confirm_button(user, choose)]
 
-            choose, (signed_first, also_signed_first) = asyncio.run(before_rotation())
+                choose, (signed_first, also_signed_first) = asyncio.run(before_rotation())
 
-            core.restart(VIDEOCOPIES_QUOTE_SECRET=SECOND, VIDEOCOPIES_QUOTE_SECRET_PREVIOUS=FIRST)
-            during = asyncio.run(_answer_to(user, *signed_first))
-            signed_second = asyncio.run(_confirm_button(user, choose))
+                core.restart(VIDEOCOPIES_QUOTE_SECRET=SECOND, VIDEOCOPIES_QUOTE_SECRET_PREVIOUS=FIRST)
+                during = asyncio.run(_answer_to(user, *signed_first))
+                signed_second = asyncio.run(_confirm_button(user, choose))
 
-            core.restart(VIDEOCOPIES_QUOTE_SECRET=THIRD, VIDEOCOPIES_QUOTE_SECRET_PREVIOUS=SECOND)
-            retired = asyncio.run(_answer_to(user, *also_signed_first))
-            previous = asyncio.run(_answer_to(user, *signed_second))
-        finally:
-            code, err = stop_process(edge)
-            assert code == 0, err.decode()[-3000:]
+                core.restart(VIDEOCOPIES_QUOTE_SECRET=THIRD, VIDEOCOPIES_QUOTE_SECRET_PREVIOUS=SECOND)
+                retired = asyncio.run(_answer_to(user, *also_signed_first))
+                previous = asyncio.run(_answer_to(user, *signed_second))
+            finally:
+                code, err = stop_process(edge)
+                assert code == 0, err.decode()[-3000:]
 
     assert _key_id(signed_first[1]) != _key_id(signed_second[1])  # each button names its key
     assert "Order accepted" in during

@@ -18,7 +18,7 @@ from urllib.parse import quote, urljoin, urlsplit
 import httpx
 import pytest
 
-from integration.harness import wait_answering
+from integration.harness import stopped_if_left, wait_answering
 from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
 from videocopies.adapters.telegram.simulator import BotApiSimulator, SimulatedUser
@@ -38,14 +38,13 @@ def _with_password(url: str) -> str:
 
 
 def _control(url: str, core_url: str, home: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Control started (not yet answering) and its address."""
     port = free_port()
     env = {**os.environ, "VIDEOCOPIES_DATABASE_URL": url, "VIDEOCOPIES_CONTROL_PASSWORD": PANEL_PASSWORD,
            "VIDEOCOPIES_CONTROL_PORT": str(port), "VIDEOCOPIES_CONTROL_INVENTORY": str(home / "inventory.sqlite3"),
            "VIDEOCOPIES_CORE_URL": core_url}
     process = subprocess.Popen([sys.executable, "-m", "videocopies.cli", "control"], env=env, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    wait_answering(process, f"{base}/login")
-    return process, base
+    return process, f"http://127.0.0.1:{port}"
 
 
 async def _order_end_to_end(user: SimulatedUser, clip: Path) -> None:
@@ -122,26 +121,30 @@ def test_no_secret_in_any_log_metric_or_panel_page(
     control_token = issue_token(url, "control-1", "control")
     logs: dict[str, str] = {}
     # One Bot API call in ten answered 502: edge's retries and their reports are in its log too.
-    with BotApiSimulator(fault_rate=0.1) as sim, \
-            CoreProcess(url, quote_secret=QUOTE_SECRET, log_path=tmp_path / "core.log") as core:
+    with BotApiSimulator(fault_rate=0.1) as sim:
         bot_token = sim.create_bot()
+        core = CoreProcess(url, quote_secret=QUOTE_SECRET, log_path=tmp_path / "core.log")
+        # Edge, the worker and control start beside core: their imports take seconds, and they
+        # retry core until core answers.
         edge = edge_process(core.url, edge_token, bot_token, sim.url, tmp_path / "edge", store)
         worker = worker_process(core.url, worker_token, tmp_path / "work", store)
         control, panel = _control(url, core.url, tmp_path / "control")
-        try:
-            user = sim.create_user(bot_token, language_code="en")
-            asyncio.run(_order_end_to_end(user, clip))
-            core.restart()  # edge and the worker lose core for a moment, and say so
-            user.send_text("/balance")
-            asyncio.run(user.next_message(contains="Available", timeout=120))
-            seen = _core_views(core.url, control_token, edge_token) | {
-                f"panel {path}": text for path, text in _panel_pages(panel, user.id).items()
-            }
-        finally:
-            for name, process in (("edge", edge), ("worker", worker), ("control", control)):
-                code, err = stop_process(process)
-                logs[f"{name}'s stderr"] = err.decode(errors="replace")
-                assert code == 0, logs[f"{name}'s stderr"][-3000:]
+        with stopped_if_left(edge), stopped_if_left(worker), stopped_if_left(control), core:
+            try:
+                wait_answering(control, f"{panel}/login")
+                user = sim.create_user(bot_token, language_code="en")
+                asyncio.run(_order_end_to_end(user, clip))
+                core.restart()  # edge and the worker lose core for a moment, and say so
+                user.send_text("/balance")
+                asyncio.run(user.next_message(contains="Available", timeout=120))
+                seen = _core_views(core.url, control_token, edge_token) | {
+                    f"panel {path}": text for path, text in _panel_pages(panel, user.id).items()
+                }
+            finally:
+                for name, process in (("edge", edge), ("worker", worker), ("control", control)):
+                    code, err = stop_process(process)
+                    logs[f"{name}'s stderr"] = err.decode(errors="replace")
+                    assert code == 0, logs[f"{name}'s stderr"][-3000:]
     logs["core's output"] = (tmp_path / "core.log").read_text(errors="replace") + core.log.decode(errors="replace")
     captured = capfd.readouterr()  # what edge, the worker and control wrote to the stdout they inherited
     logs["the roles' stdout"] = captured.out + captured.err
