@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
+import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import IO
 
 from dependency_injector import providers
 
@@ -28,6 +29,17 @@ from videocopies.settings import Settings
 from .harness import fetch_all, wait_for
 
 SECRET = "http-secret" * 3
+
+
+def _read_into(stream: IO[bytes], lines: list[bytes]) -> threading.Thread:
+    """Collect a process's output line by line as it comes."""
+    def read() -> None:
+        for line in stream:
+            lines.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader
 
 
 async def _order(url: str, store: S3ObjectStore, clip: Path, copies: int) -> str:
@@ -63,6 +75,9 @@ def test_a_worker_with_only_a_token_finishes_its_job_across_a_core_restart(
     core = CoreProcess(url, quote_secret=SECRET, **s3)
     # The worker starts beside core: its imports take seconds, and it retries core until core answers.
     worker = worker_process(core.url, issue_token(url, "w-http"), tmp_path / "work")
+    assert worker.stderr is not None
+    said: list[bytes] = []
+    reader = _read_into(worker.stderr, said)
     try:
         core.start()
         wait_for(lambda: fetch_all(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1, timeout=90)
@@ -72,9 +87,10 @@ def test_a_worker_with_only_a_token_finishes_its_job_across_a_core_restart(
         mapped = Path(f"/proc/{worker.pid}/maps").read_text()
         assert "libpq" not in mapped and "psycopg" not in mapped
 
-        # Core goes away in the middle of the job, long enough for the worker to need it.
+        # Core goes away in the middle of the job until the worker has needed it.
         core.stop()
-        time.sleep(3)
+        away = len(said)
+        wait_for(lambda: any(b"core unreachable" in line for line in said[away:]), timeout=60)
         core.start()
         wait_for(
             lambda: fetch_all(url, "SELECT state FROM orders WHERE order_id = %s", order_id)[0][0] == "done",
@@ -82,10 +98,13 @@ def test_a_worker_with_only_a_token_finishes_its_job_across_a_core_restart(
         )
     finally:
         worker.send_signal(signal.SIGTERM)
-        _, err = worker.communicate(timeout=30)
+        worker.wait(timeout=30)
+        reader.join(timeout=10)
         core.stop()
+    err = b"".join(said)
     assert worker.returncode == 0, err.decode()
-    assert b"core unreachable" in err  # it did retry, and the retries were answered
+    # It retried while core was away (not only while both were starting), and the retries were answered.
+    assert b"core unreachable" in b"".join(said[away:])
     (attempts, state), = fetch_all(url, "SELECT attempts, state FROM jobs")
     assert (attempts, state) == (1, "done")  # nothing was redone
     rows = fetch_all(url, "SELECT idx, object_key, size, sha256 FROM job_checkpoints ORDER BY idx")
