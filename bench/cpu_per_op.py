@@ -19,7 +19,7 @@ import pstats
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +27,12 @@ import psycopg
 import uvloop
 from _support import emit, fresh_database, server, service
 from confirm_wave import drive, prepare
-from queue_throughput import INSERT_JOBS, _claim, _complete
+from queue_throughput import INSERT_JOBS
 
 from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
+from videocopies.adapters.system import RandomIds, SystemClock
 from videocopies.application import use_cases as uc
 from videocopies.domain.shared import WorkerId
 
@@ -101,12 +102,14 @@ async def queue(url: str, postmaster: int, jobs: int, profile: bool) -> dict[str
     await pool.open(wait=True)
     await pool.wait()
     uow = lambda: PostgresUnitOfWork(pool)  # noqa: E731
+    clock = SystemClock()
+    claim, complete = uc.ClaimJob(uow, clock, RandomIds(), timedelta(seconds=30)), uc.CompleteJob(uow, clock)
 
     async def work() -> int:
         done = 0
-        while claimed := await _claim(uow, WorkerId("w"), 10):
-            for job_id, token in claimed:
-                await _complete(uow, job_id, token)
+        while claimed := await claim(uc.ClaimJobCommand(WorkerId("w"), 10)):
+            for job in claimed:  # one completion at a time, each with its receipt, as a lone worker sends them
+                await complete(uc.CompleteJobCommand(job.job_id, job.token, f"c:{job.job_id}", WorkerId("w")))
                 done += 1
         return done
 

@@ -212,6 +212,11 @@ async def _bare_renewals(bouncer_url: str, held: list[dict[str, Any]], seconds: 
     return latencies
 
 
+def _p95(samples: list[float]) -> float | None:
+    """A diagnostic's p95; None when a short run (bench/all.py's) gave too few samples."""
+    return round(statistics.quantiles(samples, n=20)[18], 2) if len(samples) >= 2 else None
+
+
 def _pressure() -> dict[str, float]:
     """The share of the last minute some task waited for a CPU, or for the disk (Linux PSI)."""
     found = {}
@@ -282,10 +287,9 @@ def idle_and_wake(
         wake_p95_ms=round(statistics.quantiles(waits, n=20)[18], 2), wake_max_ms=round(waits[-1], 2),
         wake_core_cpu_share=round(wake_cpu / (wake_ended - wake_began), 3),
         wake_reasked=sum(wake_began <= at <= wake_ended for at in result["empty"]), wake_crowd_errors=result["errors"],
-        wake_claim_began_p50_ms=round(statistics.median(claimed), 2),
-        wake_claim_began_p95_ms=round(statistics.quantiles(claimed, n=20)[18], 2),
-        wake_crowd_loop_lag_p95_ms=round(statistics.quantiles(
-            [lag for at, lag in result["lags"] if wake_began <= at <= wake_ended], n=20)[18] * 1000, 2),
+        wake_claim_began_p50_ms=round(statistics.median(claimed), 2) if claimed else None,
+        wake_claim_began_p95_ms=_p95(claimed),
+        wake_crowd_loop_lag_p95_ms=_p95([lag * 1000 for at, lag in result["lags"] if wake_began <= at <= wake_ended]),
         wake_crowd_cpu_share=round(crowd_cpu / (wake_ended - wake_began), 3),
     )
     return first + args.wake_jobs
