@@ -78,9 +78,13 @@ async def park(url: str, tokens: list[str], clients: int, wait_s: float) -> None
     async def one(n: int) -> None:
         nonlocal errors
         conn = Connection(host, port, tokens[n % len(tokens)])
+        # The first waits are spread over (0, wait_s], as in a fleet whose workers started at
+        # different times: the crowd asks again at an even rate, not all at once every wait.
+        wait = wait_s * (n + 1) / clients
         while not stop.is_set():
             try:
-                jobs = (await conn.post("/v1/jobs/claim", {"wait_s": wait_s}))["jobs"]
+                jobs = (await conn.post("/v1/jobs/claim", {"wait_s": wait}))["jobs"]
+                wait = wait_s
                 if not jobs:
                     empty.append(time.time())
                 for job in jobs:

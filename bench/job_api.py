@@ -142,7 +142,8 @@ class Crowd:
 
     def wait_parked(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
-        while httpx.get(f"{self.core_url}/_info").json()["parked_claims"] < self.clients:
+        # A few of them are asking again at any moment: 99 % parked is the crowd parked.
+        while httpx.get(f"{self.core_url}/_info").json()["parked_claims"] < self.clients * 0.99:
             alive = all(p.poll() is None for p in self.processes)
             assert time.monotonic() < deadline and alive, "the crowd did not park"
             time.sleep(0.2)
