@@ -125,17 +125,18 @@ def _wait_until_serving(
     new: subprocess.Popen[bytes], url: str, log_path: Path, timeout: float = 60
 ) -> dict[str, object]:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if new.poll() is not None:
-            tail = log_path.read_text(errors="replace")[-2000:]
-            raise DeployRefused(f"the new core exited ({new.returncode}) before serving:\n{tail}")
-        try:
-            answer = httpx.get(f"{url}/_info", timeout=2)
-            if answer.status_code == 200:
-                return answer.json()  # type: ignore[no-any-return]
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
+    with httpx.Client(timeout=2) as client:  # one TLS context for the whole wait, not one a try
+        while time.monotonic() < deadline:
+            if new.poll() is not None:
+                tail = log_path.read_text(errors="replace")[-2000:]
+                raise DeployRefused(f"the new core exited ({new.returncode}) before serving:\n{tail}")
+            try:
+                answer = client.get(f"{url}/_info")
+                if answer.status_code == 200:
+                    return answer.json()  # type: ignore[no-any-return]
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
     new.terminate()
     raise DeployRefused(f"the new core did not answer on {url} within {timeout:.0f} s (log: {log_path})")
 
