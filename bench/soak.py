@@ -61,6 +61,7 @@ from soak_stack import (  # noqa: E402
 
 from videocopies.adapters.ffmpeg.clips import make_clip  # noqa: E402
 from videocopies.application import use_cases as uc  # noqa: E402
+from videocopies.application.errors import NotFound  # noqa: E402
 from videocopies.domain.coins import LotKind  # noqa: E402
 from videocopies.domain.shared import OrderId, UserId  # noqa: E402
 from videocopies.roles.containers import PostgresService  # noqa: E402
@@ -107,6 +108,7 @@ class Users:
         self._stack, self._plan, self._clip = stack, plan, clip
         self.service = PostgresService(settings=Settings(quote_secret=SECRET.encode()))
         self.service.gateways.config.from_dict({"database_url": stack.url, "pool_size": 4})
+        self.quoted: list[str] = []
         self.confirmed: list[str] = []
         self.cancel_requests = 0
         self.bought_at = 0.0
@@ -148,21 +150,28 @@ class Users:
         quote = await persist("quote", lambda: cases.quote_order()(
             uc.QuoteOrderCommand(UserId(wish.user), key, wish.copies, size)))
 
-        async def confirm() -> None:
+        self.quoted.append(quote.quote_id)
+
+        async def confirm() -> bool:
             try:
                 await cases.confirm_order()(uc.ConfirmOrderCommand(UserId(wish.user), quote.quote_id, quote.token))
+            except NotFound:
+                return False  # the quote the user was given is gone: counted in acknowledged_lost
             except Exception as error:
                 # A retry after a confirmation whose answer was lost: it did happen.
                 if type(error).__name__ not in ("QuoteAlreadyUsed", "OrderNotInState"):
                     raise
+            return True
 
-        await persist("confirm", confirm)
+        if not await persist("confirm", confirm):
+            return quote.quote_id
         self.confirmed.append(quote.quote_id)
         if wish.cancel_after_s is not None:
             await asyncio.sleep(wish.cancel_after_s)
             self.cancel_requests += 1
-            await persist("cancel", lambda: cases.cancel_order()(
-                uc.CancelOrderCommand(UserId(wish.user), OrderId(quote.quote_id))))
+            with contextlib.suppress(NotFound):  # the confirmed order is gone: counted as above
+                await persist("cancel", lambda: cases.cancel_order()(
+                    uc.CancelOrderCommand(UserId(wish.user), OrderId(quote.quote_id))))
         return quote.quote_id
 
 
@@ -290,7 +299,7 @@ def soak(plan: SoakPlan, scratch: Path) -> dict[str, Any]:
             time.sleep(1)
         figures = books(built, users.confirmed, chaos.zombies)
         figures.update(objects(built))
-        figures.update(acknowledged(built, users.confirmed, paid))
+        figures.update(acknowledged(built, users.quoted, users.confirmed, paid))
         stop_roles(built)
         figures["temp_files_left"] = files_left(built)
         (figures["copies_delivered"],), = fetch(built.url, "SELECT count(*) FROM coin_debits")

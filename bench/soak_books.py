@@ -110,9 +110,9 @@ def files_left(stack: Stack) -> int:
 
 
 
-def acknowledged(stack: Stack, confirmed: list[str], paid: list[str]) -> dict[str, object]:
-    """Every acknowledgement the clients got, looked up in PostgreSQL: the users' confirmations
-    (the use case answered), and what core answered edge 2xx for (its log): inbox updates,
+def acknowledged(stack: Stack, quoted: list[str], confirmed: list[str], paid: list[str]) -> dict[str, object]:
+    """Every acknowledgement the clients got, looked up in PostgreSQL: the users' quotes and
+    confirmations (the use case answered), and what core answered edge 2xx for (its log): inbox updates,
     payments among them, and delivery reports. After SIGKILLs of the server, none may be missing.
     A payment the user paid but core never acknowledged is not lost; `paid_uncredited` shows it."""
     acks = [json.loads(line) for line in stack.acks_log.read_text().splitlines() if line.strip()] \
@@ -121,6 +121,7 @@ def acknowledged(stack: Stack, confirmed: list[str], paid: list[str]) -> dict[st
     payments = sorted({c for line in acks for c in line.get("payments", [])})
     reports = sorted({r for line in acks for r in line.get("reports", [])})
     found = {
+        "quotes": {o for o, in fetch(stack.url, "SELECT order_id FROM orders WHERE order_id = ANY(%s)", quoted)},
         "confirmations": {o for o, in fetch(stack.url, "SELECT order_id FROM orders WHERE order_id = ANY(%s) "
                                             "AND state <> 'quoted'", confirmed)},
         "inbox": {u for u, in fetch(stack.url, "SELECT update_id FROM inbox WHERE update_id = ANY(%s)", updates)},
@@ -129,7 +130,7 @@ def acknowledged(stack: Stack, confirmed: list[str], paid: list[str]) -> dict[st
         "reports": {m for m, in fetch(stack.url, "SELECT id FROM outbox WHERE id = ANY(%s) "
                                       "AND sent_at IS NOT NULL", reports)},
     }
-    wanted = {"confirmations": confirmed, "inbox": updates, "payments": payments, "reports": reports}
+    wanted = {"quotes": quoted, "confirmations": confirmed, "inbox": updates, "payments": payments, "reports": reports}
     missing = {kind: sorted(set(ids) - found[kind]) for kind, ids in wanted.items()}
     return {
         "acknowledged": {kind: len(set(ids)) for kind, ids in wanted.items()},

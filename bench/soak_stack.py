@@ -20,7 +20,7 @@ from _support import fresh_database, simulator_process
 
 from videocopies.adapters.objectstore import LocalSeaweed, S3ObjectStore
 from videocopies.adapters.postgres.bouncer import LocalPgBouncer
-from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
 from videocopies.roles.launch import CoreProcess, RoleProcess, edge_process, issue_token, worker_process
 
 BOT_TOKEN = "424242:soak"
@@ -114,7 +114,9 @@ def stack(plan: SoakPlan, scratch: Path, notes: list[str]) -> Iterator[Stack]:
         servers.chmod(0o711)
         cleanup.callback(shutil.rmtree, servers, True)
         pg = cleanup.enter_context(
-            LocalPostgres(base_dir=servers / "pg", durable=plan.durable, extra_settings=dict(plan.pg_settings))
+            # A port of its own for good: a restart that moved the server would strand every client.
+            LocalPostgres(base_dir=servers / "pg", port=free_port(), durable=plan.durable,
+                          extra_settings=dict(plan.pg_settings))
         )
         url = fresh_database(pg, "soak", capacity=64)
         bouncer = cleanup.enter_context(
