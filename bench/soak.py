@@ -333,6 +333,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--seed", type=int, default=9)
     parser.add_argument("--payments", type=int, default=8)
+    parser.add_argument("--settle-timeout", type=float, default=600.0,
+                        help="seconds to wait for every order to end (and the faults meanwhile)")
     parser.add_argument("--pg-setting", action="append", default=[], metavar="NAME=VALUE",
                         help="a PostgreSQL setting over the durable ones (synchronous_commit=off shows the loss)")
     parser.add_argument("--fault-every", type=float, default=6.0)
@@ -341,6 +343,7 @@ def main() -> None:
     args = parser.parse_args()
     plan = SoakPlan(orders=args.orders, users=args.users, workers=args.workers, seed=args.seed,
                     fault_every_s=args.fault_every, faults=tuple(args.faults.split(",")), payments=args.payments,
+                    settle_timeout_s=args.settle_timeout,
                     pg_settings=tuple(tuple(s.split("=", 1)) for s in args.pg_setting))  # type: ignore[misc]
     # A stop asked for by the operator still stops every server this run started.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
