@@ -51,7 +51,8 @@ def after(stack: Stack, start: dict[str, int]) -> dict[str, Any]:
     if gaps:
         return {"growth": {"start": start, "end": growth(stack, objects_table(stack))},
                 "growth_left": None, "growth_skipped": "needs " + " and ".join(gaps)}
-    swept = asyncio.run(sweep_objects(stack, start["store_objects"]))
+    table = objects_table(stack)
+    swept = asyncio.run(sweep_objects(stack, start["store_objects"], table, start.get(table or "", 0)))
     try:
         pruned = prune(stack, start)
     except (RuntimeError, subprocess.SubprocessError, ValueError) as failed:
@@ -63,9 +64,10 @@ def after(stack: Stack, start: dict[str, int]) -> dict[str, Any]:
     return {"growth": {"start": start, "end": end, "swept": swept, "pruned": pruned}, "growth_left": left}
 
 
-async def sweep_objects(stack: Stack, until: int) -> list[dict[str, int]]:
+async def sweep_objects(stack: Stack, until: int, table: str | None, rows_until: int) -> list[dict[str, int]]:
     """Core's object lifecycle with every source and copy due at once: the same passes its
-    duty runs, here rather than in a core restarted with these settings (seconds saved)."""
+    duty runs, here rather than in a core restarted with these settings (seconds saved); until
+    the store and the objects' rows are both back at their start."""
     lifetimes = Settings.from_env({**LIFECYCLE, "VIDEOCOPIES_QUOTE_SECRET": SECRET}).object_lifetimes
     pool = make_pool(stack.url, max_size=2)
     await pool.open(wait=True)
@@ -74,7 +76,8 @@ async def sweep_objects(stack: Stack, until: int) -> list[dict[str, int]]:
         passes = []
         for _ in range(10):
             passes.append((await lifecycle()).deleted)
-            if len(stored_keys(stack.store)) <= until:
+            rows = int(fetch(stack.url, f"SELECT count(*) FROM {table}")[0][0]) if table else 0  # noqa: S608
+            if len(stored_keys(stack.store)) <= until and rows <= rows_until:
                 break
         return passes
     finally:

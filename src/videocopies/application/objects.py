@@ -138,8 +138,13 @@ class ObjectLifecycle:
                 pass
         if not result.failed:
             await self._sweep_strays(result)
-        now = self._clock.now()
-        result.forgotten = await self._rows.forget_deleted(now - self.lifetimes.copy_retention, self._batch)
+        # Batch after batch, like the deletions: one batch a pass would forget 100 rows a minute
+        # while a busy pass deletes more, and the deleted rows would grow without end.
+        before = self._clock.now() - self.lifetimes.copy_retention
+        while (forgotten := await self._rows.forget_deleted(before, self._batch)) > 0:
+            result.forgotten += forgotten
+            if forgotten < self._batch:
+                break
         return result
 
     async def _expire(self, kind: ObjectKind, result: SweepResult) -> bool:
