@@ -21,50 +21,32 @@ from videocopies.settings import Settings
 
 RETENTION = ("INBOX", "OUTBOX", "RECEIPTS", "QUOTES", "CHECKPOINTS")
 LIFECYCLE = {"VIDEOCOPIES_SOURCE_GRACE_S": "0", "VIDEOCOPIES_COPY_RETENTION_S": "0"}
-OBJECTS_TABLES = ("objects", "stored_objects")  # the object lifecycle's table (migration 0019)
-
-
-def objects_table(stack: Stack) -> str | None:
-    rows = fetch(stack.url, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' "
-                 "AND table_name = ANY(%s) ORDER BY 1", list(OBJECTS_TABLES))
-    return rows[0][0] if rows else None
+OBJECTS_TABLE = "stored_objects"  # the object lifecycle's rows (migration 0019)
 
 
 def prune_command() -> list[str]:
     return [sys.executable, "-m", "videocopies.cli", "db", "prune", "--json"]
 
 
-def missing(stack: Stack) -> list[str]:
-    """What the drain needs and this code does not have yet (`videocopies db prune` is found
-    missing when it is run)."""
-    return [] if objects_table(stack) else [f"the object lifecycle's table (one of {', '.join(OBJECTS_TABLES)})"]
-
-
 def before(stack: Stack) -> dict[str, int]:
-    return growth(stack, objects_table(stack))
+    return growth(stack, OBJECTS_TABLE)
 
 
 def after(stack: Stack, start: dict[str, int]) -> dict[str, Any]:
     """Drain (every role but core stopped, every order final), then count again. `growth_left`
-    is how many rows and objects more than at the start; None when the drain cannot run yet."""
-    gaps = missing(stack)
-    if gaps:
-        return {"growth": {"start": start, "end": growth(stack, objects_table(stack))},
-                "growth_left": None, "growth_skipped": "needs " + " and ".join(gaps)}
-    table = objects_table(stack)
-    swept = asyncio.run(sweep_objects(stack, start["store_objects"], table, start.get(table or "", 0)))
+    is how many rows and objects more than at the start."""
+    swept = asyncio.run(sweep_objects(stack, start["store_objects"], OBJECTS_TABLE, start.get(OBJECTS_TABLE, 0)))
     try:
         pruned = prune(stack, start)
     except (RuntimeError, subprocess.SubprocessError, ValueError) as failed:
-        why = {"growth_skipped": "needs `videocopies db prune`"} if "invalid choice" in str(failed) \
-            else {"growth_error": str(failed)[-1000:]}
-        return {"growth": {"start": start, "end": growth(stack, objects_table(stack))}, "growth_left": None, **why}
-    end = growth(stack, objects_table(stack))
+        return {"growth": {"start": start, "end": growth(stack, OBJECTS_TABLE)}, "growth_left": None,
+                "growth_error": str(failed)[-1000:]}
+    end = growth(stack, OBJECTS_TABLE)
     left = sum(max(0, end[k] - start.get(k, 0)) for k in end)
     return {"growth": {"start": start, "end": end, "swept": swept, "pruned": pruned}, "growth_left": left}
 
 
-async def sweep_objects(stack: Stack, until: int, table: str | None, rows_until: int) -> list[dict[str, int]]:
+async def sweep_objects(stack: Stack, until: int, table: str, rows_until: int) -> list[dict[str, int]]:
     """Core's object lifecycle with every source and copy due at once: the same passes its
     duty runs, here rather than in a core restarted with these settings (seconds saved); until
     the store and the objects' rows are both back at their start."""
@@ -76,7 +58,7 @@ async def sweep_objects(stack: Stack, until: int, table: str | None, rows_until:
         passes = []
         for _ in range(10):
             passes.append((await lifecycle()).deleted)
-            rows = int(fetch(stack.url, f"SELECT count(*) FROM {table}")[0][0]) if table else 0  # noqa: S608
+            rows = int(fetch(stack.url, f"SELECT count(*) FROM {table}")[0][0])  # noqa: S608
             if len(stored_keys(stack.store)) <= until and rows <= rows_until:
                 break
         return passes
@@ -95,7 +77,7 @@ def prune(stack: Stack, start: dict[str, int]) -> list[Any]:
             raise RuntimeError(f"db prune failed: {done.stderr[-1000:]}")
         line = json.loads(done.stdout.strip().splitlines()[-1])
         passes.append(line)
-        end = growth(stack, objects_table(stack))
+        end = growth(stack, OBJECTS_TABLE)
         if all(end[k] <= start.get(k, 0) for k in TRANSIENT) or not any(
             v for v in line.values() if isinstance(v, int)
         ):
