@@ -20,26 +20,10 @@ HOT: list[tuple[str, str, dict[str, Any]]] = [
     ("load_account", "confirm, delivery, settle: lock one user's row, read lots and open reservations", {"user_id": 7}),
     ("load_order", "confirm, cancel, checkpoint, delivery", {"order_id": "o7"}),
     ("take_slot", "confirm: a free capacity slot, skipping slots other confirmations hold", {"order_id": "new"}),
-    (
-        "claimable_jobs",
-        "claim: lapsed leases and queued jobs oldest first, SKIP LOCKED",
-        {"now": None, "limit": 10, "max_bytes": None},
-    ),
-    (
-        "load_jobs",
-        "claim and sweep: the rows just locked, with their checkpoints",
-        {"job_ids": [f"j{n}" for n in range(10001, 10011)]},
-    ),
     ("expired_leases", "the lease sweep", {"now": None, "limit": 100}),
-    (
-        "load_job",
-        "renew, checkpoint, complete, fail: lock the job row, read it with its checkpoints",
-        {"job_id": "j11000"},
-    ),
     ("update_job_fenced", "every lease holder's write: owner token and lease_until > now()", None),
     ("accounts_with_expiring_lots", "the coin expiry sweep", {"now": None, "limit": 500}),
     ("pending_outbox", "edge: messages not yet sent", {"limit": 100}),
-    ("get_receipt", "complete/fail retries", {"receipt_id": "r1"}),
 ]
 
 SETUP = """

@@ -192,10 +192,26 @@ class UnitOfWork(Protocol):
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None: ...
-    async def prefetch(self, orders: Sequence[OrderId] = (), accounts: Sequence[UserId] = ()) -> None:
-        """A hint: load (and lock) these now, together, orders before accounts."""
+    async def prefetch(
+        self,
+        orders: Sequence[OrderId] = (),
+        accounts: Sequence[UserId] = (),
+        *,
+        jobs: Sequence[JobId] = (),
+        receipts: Sequence[str] = (),
+        referrals: Sequence[UserId] = (),
+        their_orders: bool = False,
+        their_accounts: bool = False,
+    ) -> None:
+        """A hint: load (and lock) these now, together: jobs, orders, accounts, then the
+        unsettled referrals of these invitees, each kind in id order; receipts unlocked.
+        `their_orders`: also each job's order; `their_accounts`: also each order's account."""
         ...
-    async def commit(self) -> None: ...
+    async def commit(self, durable: bool = True) -> None:
+        """`durable=False` answers before the commit is on disk, so a crash of the database may
+        lose it: only for a write whose loss is harmless (a lease renewal, which fencing keeps
+        safe: a lost one only makes the lease end sooner)."""
+        ...
     async def rollback(self) -> None: ...
 
 

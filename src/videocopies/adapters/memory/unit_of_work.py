@@ -325,10 +325,10 @@ class InMemoryUnitOfWork:
         self._reset()  # leaving without commit rolls back, as the port promises
         self._unlock()
 
-    async def prefetch(self, orders: Sequence[OrderId] = (), accounts: Sequence[UserId] = ()) -> None:
+    async def prefetch(self, orders: Sequence[OrderId] = (), accounts: Sequence[UserId] = (), **hints: Any) -> None:
         """Memory has no round trips to save; loading stays lazy."""
 
-    async def commit(self) -> None:
+    async def commit(self, durable: bool = True) -> None:
         """All or nothing: every check runs before anything is written."""
         aggregates = (self.accounts, self.orders, self.jobs)
         for repo in aggregates:

@@ -36,7 +36,8 @@ def _members(kind: type[E]) -> Callable[[Any], E]:
 _lot_kind, _order_state, _copy_state, _job_state = map(_members, (LotKind, OrderState, CopyState, JobState))
 
 
-def _when(value: str | datetime | None) -> datetime | None:
+def as_time(value: str | datetime | None) -> datetime | None:
+    """A time as psycopg reads it, or as JSON (videocopies_load) gives it: text."""
     if value is None or isinstance(value, datetime):
         return value
     return datetime.fromisoformat(value)
@@ -48,8 +49,8 @@ def account_from_row(user_id: UserId, row: dict[str, Any]) -> CoinAccount:
             LotId(lot["lot_id"]),
             _lot_kind(lot["kind"]),
             lot["amount"],
-            _when(lot["granted_at"]),  # type: ignore[arg-type]
-            _when(lot["expires_at"]),
+            as_time(lot["granted_at"]),  # type: ignore[arg-type]
+            as_time(lot["expires_at"]),
             lot["available"],
             lot["debited"],
             lot["expired"],
@@ -103,7 +104,7 @@ def order_from_row(row: dict[str, Any]) -> Order:
         row["price_per_copy"],
         row["total"],
         row["tariff_version"],
-        _when(row["quote_expires_at"]),  # type: ignore[arg-type]
+        as_time(row["quote_expires_at"]),  # type: ignore[arg-type]
         row["quote_token"],
         row["source_bytes"],
     )
@@ -112,7 +113,7 @@ def order_from_row(row: dict[str, Any]) -> Order:
         quote.quote_id,
         quote,
         row["seed"],
-        _when(row["created_at"]),
+        as_time(row["created_at"]),
         _order_state(row["state"]),
         copies,
         row["failure_reason"],
@@ -160,8 +161,8 @@ def job_from_row(row: dict[str, Any]) -> Job:
         lease = Lease(
             WorkerId(row["worker_id"]),
             OwnerToken(row["owner_token"]),
-            row["acquired_at"],
-            row["lease_until"],
+            as_time(row["acquired_at"]),  # type: ignore[arg-type]
+            as_time(row["lease_until"]),  # type: ignore[arg-type]
             row["attempts"],
         )
     checkpoints = {
@@ -175,7 +176,7 @@ def job_from_row(row: dict[str, Any]) -> Job:
         JobId(row["job_id"]),
         OrderId(row["order_id"]),
         tuple(EffectsPlan.from_dict(p) for p in row["plans"]),
-        row["created_at"],
+        as_time(row["created_at"]),  # type: ignore[arg-type]
         max_attempts=row["max_attempts"],
         state=_job_state(row["state"]),
         lease=lease,

@@ -21,8 +21,9 @@ import videocopies
 # The schema level this code was written for; each migration states the code levels it accepts.
 # 2: confirmations open with videocopies_load (0015); 3: bulk account and lot inserts (0016);
 # 4: users the bot cannot reach (bot_users.blocked_at, 0017); 5: payment claims, reversals and referrals
-# settled at the first order (0018); 6: the object lifecycle reads stored_objects (0019)
-CODE_LEVEL = 6
+# settled at the first order (0018); 6: the object lifecycle reads stored_objects (0019); 7: a use case
+# reads everything it reads first in one videocopies_load: jobs, receipts, referrals (0022)
+CODE_LEVEL = 7
 DEFAULT_CAPACITY = 10_000
 
 

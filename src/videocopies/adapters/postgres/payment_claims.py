@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from videocopies.adapters.postgres.mappers import as_time
 from videocopies.domain.coins import Referral, ReferralOutcome
 from videocopies.domain.payments import PaymentClaim, ProviderTransaction, Reversal
 from videocopies.domain.shared import UserId
@@ -33,7 +34,9 @@ def claim_from_row(row: dict[str, Any]) -> PaymentClaim:
 
 def referral_from_row(row: dict[str, Any]) -> Referral:
     outcome = ReferralOutcome(row["outcome"]) if row.get("outcome") else None
-    return Referral(UserId(row["invitee"]), UserId(row["inviter"]), row["at"], outcome, row.get("settled_at"))
+    at = as_time(row["at"])
+    assert at is not None
+    return Referral(UserId(row["invitee"]), UserId(row["inviter"]), at, outcome, as_time(row.get("settled_at")))
 
 
 class PostgresClaims:

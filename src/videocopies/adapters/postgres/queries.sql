@@ -79,46 +79,11 @@ UPDATE orders SET state = %(state)s, copy_states = %(copy_states)s, failure_reas
                   version = %(version)s
  WHERE order_id = %(order_id)s AND version = %(loaded)s;
 
--- load_job --
--- A job with its checkpoints, locking its row (`seen_version` as in load_account).
-SELECT j.*, (SELECT s.version FROM jobs s WHERE s.job_id = j.job_id) AS seen_version,
-       (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
-         WHERE c.job_id = j.job_id) AS checkpoints
-  FROM jobs j WHERE j.job_id = %(job_id)s FOR UPDATE OF j;
-
 -- load_job_for_order --
 SELECT j.*, (SELECT s.version FROM jobs s WHERE s.job_id = j.job_id) AS seen_version,
        (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
          WHERE c.job_id = j.job_id) AS checkpoints
   FROM jobs j WHERE j.order_id = %(order_id)s FOR UPDATE OF j;
-
--- load_jobs --
-SELECT j.*, (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
-              WHERE c.job_id = j.job_id) AS checkpoints
-  FROM jobs j WHERE j.job_id = ANY(%(job_ids)s)
- ORDER BY j.created_at, j.job_id;
-
--- load_jobs_locked --
--- Many jobs with their checkpoints, as load_job, locking the rows in one order (job id) so two
--- batches never wait on each other in a cycle.
-SELECT j.*, (SELECT s.version FROM jobs s WHERE s.job_id = j.job_id) AS seen_version,
-       (SELECT coalesce(json_agg(c ORDER BY c.idx), '[]') FROM job_checkpoints c
-         WHERE c.job_id = j.job_id) AS checkpoints
-  FROM jobs j WHERE j.job_id = ANY(%(job_ids)s) ORDER BY j.job_id FOR UPDATE OF j;
-
--- claimable_jobs --
--- Lapsed leases first, then queued jobs oldest first; rows another claimer holds are skipped.
--- Only ids here: the rows are read by load_jobs in the next statement, after the locks.
-WITH lapsed AS (
-    SELECT job_id FROM jobs WHERE state = 'leased' AND lease_until <= %(now)s
-       AND source_bytes <= coalesce(%(max_bytes)s::bigint, source_bytes)
-     ORDER BY lease_until LIMIT %(limit)s FOR UPDATE SKIP LOCKED
-), queued AS (
-    SELECT job_id FROM jobs WHERE state = 'queued'
-       AND source_bytes <= coalesce(%(max_bytes)s::bigint, source_bytes)
-     ORDER BY created_at, job_id LIMIT %(limit)s FOR UPDATE SKIP LOCKED
-)
-SELECT job_id FROM lapsed UNION ALL SELECT job_id FROM queued LIMIT %(limit)s;
 
 -- expired_leases --
 -- The sweep: leases that ran out, soonest first, skipping rows a claimer already holds.
@@ -154,12 +119,6 @@ INSERT INTO job_checkpoints (job_id, idx, object_key, size, sha256, duration_s, 
                              quality, failure)
 VALUES (%(job_id)s, %(idx)s, %(object_key)s, %(size)s, %(sha256)s, %(duration_s)s, %(width)s,
         %(height)s, %(created_at)s, %(quality)s, %(failure)s);
-
--- get_receipt --
-SELECT receipt_id, fingerprint, result FROM receipts WHERE receipt_id = %(receipt_id)s;
-
--- get_receipts --
-SELECT receipt_id, fingerprint, result FROM receipts WHERE receipt_id = ANY(%(receipt_ids)s);
 
 -- insert_receipt --
 INSERT INTO receipts (receipt_id, fingerprint, result, created_at)
@@ -253,10 +212,6 @@ SELECT position FROM provider_cursor WHERE provider = %(provider)s;
 
 -- list_reversals --
 SELECT * FROM payment_reversals ORDER BY reversed_at, external_id;
-
--- unsettled_referral --
--- Locked: two confirmations of the invited user's first order settle it once.
-SELECT * FROM referrals WHERE invitee = %(invitee)s AND outcome IS NULL FOR UPDATE;
 
 -- rewarded_referrals --
 -- The inviter's account row is locked before this is read, so two invitees' first orders

@@ -84,10 +84,10 @@ def _coalesced(writes: Writes) -> list[tuple[str, Any]]:
     return out
 
 
-def _load_statement(conn: psycopg.AsyncConnection[Any], orders: list[str], accounts: list[int]) -> bytes:
-    """The opening read as one call of videocopies_load (migration 0011): a literal the server
+def _load_statement(conn: psycopg.AsyncConnection[Any], reads: dict[str, Any]) -> bytes:
+    """The opening read as one call of videocopies_load (migration 0022): a literal the server
     parses in a moment, while it keeps the plans of the locking reads inside per session."""
-    return b"SELECT videocopies_load(" + _literal(conn, {"orders": orders, "accounts": accounts}) + b"::jsonb)"
+    return b"SELECT videocopies_load(" + _literal(conn, reads) + b"::jsonb)"
 
 
 def _translate(error: psycopg.Error) -> Exception:
@@ -210,6 +210,11 @@ class PostgresOrders:
         row = await self._uow.fetchone("load_order", {"order_id": order_id})
         return None if row is None else self.remember(row)
 
+    def known(self, order_id: OrderId) -> Order | None:
+        if order_id in self.added:
+            return self.added[order_id]
+        return self.loaded[order_id][0] if order_id in self.loaded else None
+
     def remember(self, row: dict[str, Any]) -> Order:
         order = mappers.order_from_row(row)
         self.loaded[order.order_id] = (order, order.version)
@@ -231,8 +236,9 @@ class PostgresJobs:
         self._uow = uow
         self.loaded: dict[JobId, tuple[Job, int, frozenset[int]]] = {}
         self.added: dict[JobId, Job] = {}
+        self.absent: set[JobId] = set()  # prefetched and not there: no second look
 
-    def _track(self, row: dict[str, Any]) -> Job:
+    def remember(self, row: dict[str, Any]) -> Job:
         job_id = JobId(row["job_id"])
         if job_id in self.loaded:
             return self.loaded[job_id][0]
@@ -240,58 +246,46 @@ class PostgresJobs:
         self.loaded[job_id] = (job, job.version, frozenset(job.checkpoints))
         return job
 
-    async def get(self, job_id: JobId) -> Job | None:
+    def known(self, job_id: JobId) -> Job | None:
         if job_id in self.added:
             return self.added[job_id]
-        if job_id in self.loaded:
-            return self.loaded[job_id][0]
-        row = await self._uow.locked_fetchone("load_job", {"job_id": job_id})
-        return None if row is None else self._track(row)
+        return self.loaded[job_id][0] if job_id in self.loaded else None
+
+    def knows(self, job_id: JobId) -> bool:
+        return job_id in self.added or job_id in self.loaded or job_id in self.absent
+
+    async def get(self, job_id: JobId) -> Job | None:
+        return (await self.get_many([job_id])).get(job_id)
 
     async def get_many(self, job_ids: Sequence[JobId]) -> dict[JobId, Job]:
-        """One round trip for the lot; a row whose lock was waited for is read again (see
-        `locked_fetchone`), together with any others that were."""
-        found: dict[JobId, Job] = {}
-        wanted: list[JobId] = []
-        for job_id in dict.fromkeys(job_ids):
-            known = self.added.get(job_id) or (self.loaded[job_id][0] if job_id in self.loaded else None)
-            if known is not None:
-                found[job_id] = known
-            else:
-                wanted.append(job_id)
+        """The jobs not loaded yet, locked in id order and read in one round trip."""
+        wanted = [job_id for job_id in dict.fromkeys(job_ids) if not self.knows(job_id)]
         if wanted:
-            rows = await self._uow.fetchall("load_jobs_locked", {"job_ids": wanted})
-            if lagging := [row["job_id"] for row in rows if row["seen_version"] != row["version"]]:
-                fresh = {r["job_id"]: r for r in await self._uow.fetchall("load_jobs_locked", {"job_ids": lagging})}
-                rows = [fresh.get(row["job_id"], row) for row in rows]
-            for row in rows:
-                found[JobId(row["job_id"])] = self._track(row)
-        return found
+            await self._uow.read({"jobs": wanted})
+            self.absent.update(job_id for job_id in wanted if not self.knows(job_id))
+        return {job_id: job for job_id in job_ids if (job := self.known(job_id)) is not None}
 
     async def for_order(self, order_id: OrderId) -> Job | None:
         for job in self.added.values():
             if job.order_id == order_id:
                 return job
         row = await self._uow.locked_fetchone("load_job_for_order", {"order_id": order_id})
-        return None if row is None else self._track(row)
+        return None if row is None else self.remember(row)
 
     async def add(self, job: Job) -> None:
         self.added[job.job_id] = job
 
     async def claimable(self, now: datetime, limit: int, max_source_bytes: int | None = None) -> Sequence[Job]:
-        return await self._locked_batch("claimable_jobs", now, limit, max_source_bytes)
+        """Locked, skipping rows others hold, and read with their orders in the same round trip:
+        every claimer reads a claimed job's order next."""
+        claim = {"now": now, "limit": limit, "max_bytes": max_source_bytes}
+        found = await self._uow.read({"claim": claim, "their_orders": True})
+        return [self.loaded[JobId(job_id)][0] for job_id in found["claimed"]]
 
     async def expired(self, now: datetime, limit: int) -> Sequence[Job]:
-        return await self._locked_batch("expired_leases", now, limit)
-
-    async def _locked_batch(self, query: str, now: datetime, limit: int, max_bytes: int | None = None) -> list[Job]:
         """Lock first (skipping rows others hold), then read what was locked."""
-        params = {"now": now, "limit": limit, "max_bytes": max_bytes}
-        ids = [row["job_id"] for row in await self._uow.fetchall(query, params)]
-        fresh = [job_id for job_id in ids if job_id not in self.loaded]
-        if fresh:
-            for row in await self._uow.fetchall("load_jobs", {"job_ids": fresh}):
-                self._track(row)
+        ids = [row["job_id"] for row in await self._uow.fetchall("expired_leases", {"now": now, "limit": limit})]
+        await self.get_many(ids)
         return [self.loaded[JobId(job_id)][0] for job_id in ids]
 
     def writes(self, now: datetime) -> Writes:
@@ -314,14 +308,16 @@ class PostgresJobs:
 class PostgresReceipts:
     def __init__(self, uow: PostgresUnitOfWork) -> None:
         self._uow = uow
+        self.known: dict[str, Receipt | None] = {}  # read in this unit of work; None: not stored
 
     async def get(self, receipt_id: str) -> Receipt | None:
-        row = await self._uow.fetchone("get_receipt", {"receipt_id": receipt_id})
-        return None if row is None else Receipt(row["receipt_id"], row["fingerprint"], row["result"])
+        return (await self.get_many([receipt_id])).get(receipt_id)
 
     async def get_many(self, receipt_ids: Sequence[str]) -> dict[str, Receipt]:
-        rows = await self._uow.fetchall("get_receipts", {"receipt_ids": list(dict.fromkeys(receipt_ids))})
-        return {row["receipt_id"]: Receipt(row["receipt_id"], row["fingerprint"], row["result"]) for row in rows}
+        wanted = [r for r in dict.fromkeys(receipt_ids) if r not in self.known]
+        if wanted:
+            await self._uow.read({"receipts": wanted})
+        return {r: receipt for r in receipt_ids if (receipt := self.known.get(r)) is not None}
 
     async def add(self, receipt: Receipt) -> None:
         self._uow.pending.append(
@@ -381,6 +377,7 @@ class PostgresRefunds:
 class PostgresReferrals:
     def __init__(self, uow: PostgresUnitOfWork) -> None:
         self._uow = uow
+        self.known: dict[UserId, Referral | None] = {}  # unsettled ones, locked; None: none
 
     async def inviter_of(self, user_id: UserId) -> UserId | None:
         row = await self._uow.fetchone("inviter_of", {"user_id": user_id})
@@ -391,8 +388,9 @@ class PostgresReferrals:
         self._uow.late.append(("insert_referral", params))
 
     async def unsettled(self, invitee: UserId) -> Referral | None:
-        row = await self._uow.fetchone("unsettled_referral", {"invitee": invitee})
-        return None if row is None else referral_from_row(row)
+        if invitee not in self.known:
+            await self._uow.read({"referrals": [invitee]})
+        return self.known.get(invitee)
 
     async def rewarded(self, inviter: UserId, since: datetime) -> InviterRewards:
         row = await self._uow.fetchone("rewarded_referrals", {"inviter": inviter, "since": since})
@@ -566,22 +564,61 @@ class PostgresUnitOfWork:
         except psycopg.Error as error:
             raise _translate(error) from error
 
-    async def prefetch(self, orders: Sequence[OrderId] = (), accounts: Sequence[UserId] = ()) -> None:
-        """Lock and load these orders, then these accounts, in one round trip: the first read
-        of the unit of work also carries its BEGIN."""
-        orders = [o for o in orders if o not in self.orders.loaded and o not in self.orders.added]
-        accounts = [a for a in accounts if a not in self.accounts.loaded and a not in self.accounts.added]
-        if not orders and not accounts:
-            return
+    async def prefetch(
+        self,
+        orders: Sequence[OrderId] = (),
+        accounts: Sequence[UserId] = (),
+        *,
+        jobs: Sequence[JobId] = (),
+        receipts: Sequence[str] = (),
+        referrals: Sequence[UserId] = (),
+        their_orders: bool = False,
+        their_accounts: bool = False,
+    ) -> None:
+        """Lock and load all of these in one round trip (videocopies_load): the first read of the
+        unit of work also carries its BEGIN. Locks go jobs, orders, accounts, referrals, each
+        kind in id order."""
+        if their_orders:  # jobs loaded earlier bring their orders from here
+            orders = [*orders, *(job.order_id for j in jobs if (job := self.jobs.known(j)) is not None)]
+        if their_accounts:
+            accounts = [*accounts, *(o.user_id for i in orders if (o := self.orders.known(i)) is not None)]
+        reads: dict[str, Any] = {
+            "receipts": [r for r in dict.fromkeys(receipts) if r not in self.receipts.known],
+            "jobs": [j for j in jobs if not self.jobs.knows(j)],
+            "orders": [o for o in orders if o not in self.orders.loaded and o not in self.orders.added],
+            "accounts": [a for a in accounts if a not in self.accounts.loaded and a not in self.accounts.added],
+            "referrals": [i for i in referrals if i not in self.referrals.known],
+        }
+        reads = {key: ids for key, ids in reads.items() if ids}
+        if reads:
+            await self.read(reads | {"their_orders": their_orders, "their_accounts": their_accounts})
+
+    async def read(self, reads: dict[str, Any]) -> dict[str, Any]:
+        """One call of videocopies_load; what it finds is remembered by the repositories."""
         try:
-            found = await self._load(_load_statement(self.conn, orders, accounts))
+            found = await self._load(_load_statement(self.conn, reads))
         except psycopg.Error as error:
             raise _translate(error) from error
+        for row in found["receipts"]:
+            self.receipts.known[row["receipt_id"]] = Receipt(row["receipt_id"], row["fingerprint"], row["result"])
+        self.receipts.known.update((r, None) for r in reads.get("receipts", ()) if r not in self.receipts.known)
+        for row in found["jobs"]:
+            self.jobs.remember(row)
+        self.jobs.absent.update(j for j in reads.get("jobs", ()) if not self.jobs.knows(j))
         for row in found["orders"]:
-            self.orders.remember(row)
+            if row["order_id"] not in self.orders.loaded and row["order_id"] not in self.orders.added:
+                self.orders.remember(row)
         for row in found["accounts"]:
-            self.accounts.remember(UserId(row["user_id"]), row)
-        self.accounts.absent.update(set(accounts) - {UserId(row["user_id"]) for row in found["accounts"]})
+            user_id = UserId(row["user_id"])
+            if user_id not in self.accounts.loaded and user_id not in self.accounts.added:
+                self.accounts.remember(user_id, row)
+        self.accounts.absent.update(
+            UserId(a) for a in found["account_ids"] if a not in self.accounts.loaded and a not in self.accounts.added
+        )
+        for row in found["referrals"]:
+            self.referrals.known[UserId(row["invitee"])] = referral_from_row(row)
+        self.referrals.known.update((i, None) for i in reads.get("referrals", ()) if i not in self.referrals.known)
+        return found
 
     async def _load(self, statement: bytes) -> Any:
         cursor = self.conn.cursor()
@@ -601,9 +638,10 @@ class PostgresUnitOfWork:
             row = await self.fetchone(query, params)
         return row
 
-    async def commit(self) -> None:
+    async def commit(self, durable: bool = True) -> None:
         """Every write and the COMMIT go in one round trip; a fenced write that matches no row
-        aborts it from inside the database (see _apply_statement)."""
+        aborts it from inside the database (see _apply_statement). Not `durable`: the COMMIT
+        does not wait for its WAL flush (synchronous_commit off for this transaction alone)."""
         now = datetime.now(UTC)
         writes = [
             *self.accounts.writes(now), *self.orders.writes(), *self.jobs.writes(now), *self.late, *self.pending,
@@ -611,7 +649,8 @@ class PostgresUnitOfWork:
         try:
             if writes:
                 opening = b"BEGIN;" if self.conn.info.transaction_status == _IDLE else b""
-                await self._send(self.conn.cursor(), opening + _apply_statement(self.conn, writes))
+                relaxed = b"" if durable else b"SET LOCAL synchronous_commit TO off;"
+                await self._send(self.conn.cursor(), opening + relaxed + _apply_statement(self.conn, writes))
             await self.conn.commit()
         except psycopg.Error as error:
             await self.conn.rollback()
@@ -631,5 +670,8 @@ class PostgresUnitOfWork:
             repo.loaded.clear()
             repo.added.clear()
         self.accounts.absent.clear()
+        self.jobs.absent.clear()
+        self.receipts.known.clear()
+        self.referrals.known.clear()
         self.pending.clear()
         self.late.clear()

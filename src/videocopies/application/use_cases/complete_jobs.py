@@ -82,8 +82,15 @@ class CompleteJobs:
     async def _together(self, items: list[tuple[int, CompleteJobCommand]], now: datetime) -> dict[int, Outcome]:
         out: dict[int, Outcome] = {}
         async with self._uow() as uow:
-            stored = await uow.receipts.get_many([cmd.receipt_id for _, cmd in items])
-            await uow.jobs.get_many(sorted({cmd.job_id for _, cmd in items if cmd.receipt_id not in stored}))
+            # One round trip: the receipts, and the jobs with their orders and accounts, locked
+            # in one order (ids sorted), so two batches never wait on each other in a cycle. A
+            # replayed completion's rows are locked too, at no harm: it is the rare case.
+            receipt_ids = [cmd.receipt_id for _, cmd in items]
+            await uow.prefetch(
+                receipts=receipt_ids, jobs=sorted({cmd.job_id for _, cmd in items}),
+                their_orders=True, their_accounts=True,
+            )
+            stored = await uow.receipts.get_many(receipt_ids)
             recorded: dict[str, Receipt] = {}
             closing: list[Job] = []
             for i, cmd in items:
@@ -124,13 +131,6 @@ def _replay(receipt: Receipt, cmd: CompleteJobCommand) -> Outcome:
 
 
 async def _close_orders(uow: UnitOfWork, jobs: list[Job], now: datetime) -> None:
-    """The jobs' orders, then their accounts, each set locked in one round trip and in one
-    order (ids sorted), so two batches never wait on each other in a cycle."""
-    if not jobs:
-        return
-    await uow.prefetch(orders=sorted({job.order_id for job in jobs}))
-    users = {order.user_id for job in jobs if (order := await uow.orders.get(job.order_id)) is not None}
-    await uow.prefetch(accounts=sorted(users))
     for job in jobs:
         await close_order_for_job(uow, job, now)
 

@@ -49,7 +49,8 @@ class ConfirmOrder:
     async def __call__(self, cmd: ConfirmOrderCommand) -> OrderId:
         now = self._clock.now()
         async with self._uow() as uow:
-            await uow.prefetch(orders=[cmd.quote_id], accounts=[cmd.user_id])
+            referrals = [cmd.user_id] if self._grants is not None else []
+            await uow.prefetch(orders=[cmd.quote_id], accounts=[cmd.user_id], referrals=referrals)
             order = await load_order(uow, cmd.quote_id, cmd.user_id)
             presented = order.quote if cmd.token is None else attrs.evolve(order.quote, token=cmd.token)
             order.confirm(presented, self._keys, now, self._policy, cmd.user_id)

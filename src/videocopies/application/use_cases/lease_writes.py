@@ -46,7 +46,7 @@ class RenewLease:
                 cancel = job.renew(cmd.token, now, self._ttl)
                 assert job.lease is not None
                 result = RenewResult(job.lease.lease_until, cancel)
-                await uow.commit()
+                await uow.commit(durable=False)
                 return result
         except LeaseLost as lost:
             await record_refusal(self._uow, lost, cmd.worker_id, "renew", now)
