@@ -13,7 +13,7 @@ import pytest
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from videocopies.domain.coins import CoinAccount, LotKind
-from videocopies.domain.shared import LotId, UserId
+from videocopies.domain.shared import JobId, LotId, OrderId, OwnerToken, UserId, WorkerId
 
 
 @pytest.mark.parametrize("read", ["get", "prefetch"])
@@ -78,3 +78,54 @@ def test_the_lagging_snapshot_is_what_the_reload_detects(database_url: str) -> N
     finally:
         a.close()
         b.close()
+
+
+_QUEUED_JOB = """
+INSERT INTO coin_accounts (user_id, version, created_at) VALUES (11, 1, now());
+INSERT INTO orders (order_id, user_id, source_key, copies, price_per_copy, total, tariff_version,
+                    quote_expires_at, quote_token, seed, state, copy_states, created_at, version)
+VALUES ('o11', 11, 's', 1, 1, 1, 1, now(), 't', 1, 'confirmed', '[]', now(), 1);
+INSERT INTO jobs (job_id, order_id, state, plans, max_attempts, attempts, cancel_requested, created_at, version)
+VALUES ('j11', 'o11', 'queued', '[]', 3, 0, false, now(), 0);
+"""
+
+
+@pytest.mark.parametrize("read", ["get", "prefetch"])
+async def test_a_job_read_after_waiting_for_its_lock_is_current_and_brings_its_order(
+    database_url: str, read: str
+) -> None:
+    """A completion's opening read (jobs with their orders and accounts, in one videocopies_load)
+    and a single job's read each wait for a claimer's lock and then see what it committed."""
+    with psycopg.connect(database_url, autocommit=True) as setup:
+        setup.execute(_QUEUED_JOB)
+    pool = make_pool(database_url, min_size=2, max_size=2)
+    await pool.open(wait=True)
+    now = datetime.now(UTC)
+    try:
+        async with PostgresUnitOfWork(pool) as first:
+            (job,) = await first.jobs.claimable(now, 10)
+            order = await first.orders.get(job.order_id)  # read with the claim, in its round trip
+            job.claim(WorkerId("w1"), OwnerToken("t1"), now, timedelta(minutes=5))
+            order.start()
+
+            async def second_reader() -> tuple[str, int, str | None, str, bool]:
+                async with PostgresUnitOfWork(pool) as second:
+                    if read == "prefetch":
+                        await second.prefetch(jobs=[JobId("j11")], their_orders=True, their_accounts=True)
+                    seen = await second.jobs.get(JobId("j11"))
+                    seen_order = await second.orders.get(OrderId("o11"))
+                    account = await second.accounts.get(UserId(11))
+                    lease = seen.lease
+                    return (seen.state.value, seen.version, lease and lease.token, seen_order.state.value,
+                            account is not None)
+
+            waiting = asyncio.create_task(second_reader())
+            await asyncio.sleep(0.3)
+            assert not waiting.done()
+            await first.commit()
+        assert await asyncio.wait_for(waiting, 10) == ("leased", job.version, "t1", "running", True)
+        async with PostgresUnitOfWork(pool) as third:
+            assert await third.jobs.get(JobId("nope")) is None
+            assert await third.jobs.claimable(now, 10) == []  # leased, and its lease runs
+    finally:
+        await pool.close()
