@@ -20,7 +20,7 @@ from dependency_injector import providers
 
 from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
+from videocopies.embedded.postgres import LocalPostgres, free_port
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 

@@ -46,9 +46,9 @@ import uvloop
 from _support import cpu_seconds, emit, fresh_database, server
 from psycopg_pool import AsyncConnectionPool
 
-from videocopies.adapters.postgres.bouncer import LocalPgBouncer
-from videocopies.adapters.postgres.cluster import statements_run
 from videocopies.adapters.postgres.notifier import CHANNEL
+from videocopies.embedded.pgbouncer import LocalPgBouncer
+from videocopies.embedded.postgres import statements_run
 from videocopies.roles.launch import CoreProcess, issue_token_async
 
 HERE = Path(__file__).parent

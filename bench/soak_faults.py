@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 from soak_stack import FAULTS, SoakPlan, Stack, fetch
 
-from videocopies.adapters.postgres.cluster import process_alive
+from videocopies.embedded.postgres import process_alive
 
 
 @attrs.define

@@ -18,9 +18,10 @@ import attrs
 import psycopg
 from _support import fresh_database, simulator_process
 
-from videocopies.adapters.objectstore import LocalSeaweed, S3ObjectStore
-from videocopies.adapters.postgres.bouncer import LocalPgBouncer
-from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
+from videocopies.adapters.objectstore import S3ObjectStore
+from videocopies.embedded.pgbouncer import LocalPgBouncer
+from videocopies.embedded.postgres import LocalPostgres, free_port
+from videocopies.embedded.seaweedfs import LocalSeaweed
 from videocopies.roles.launch import CoreProcess, RoleProcess, edge_process, issue_token, worker_process
 
 BOT_TOKEN = "424242:soak"

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 import psycopg
 from _support import emit, p95
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
-from videocopies.adapters.postgres.standby import LocalStandby
+from videocopies.embedded.postgres import LocalPostgres
+from videocopies.embedded.standby import LocalStandby
 
 
 async def commits(url: str, clients: int, seconds: float) -> dict[str, float]:

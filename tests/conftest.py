@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from videocopies.adapters.objectstore import LocalSeaweed
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.bouncer import LocalPgBouncer
-from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.embedded.pgbouncer import LocalPgBouncer
+from videocopies.embedded.postgres import LocalPostgres
+from videocopies.embedded.seaweedfs import LocalSeaweed
 
 TEMPLATE = "videocopies_template"
 

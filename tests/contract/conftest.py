@@ -12,9 +12,9 @@ from dependency_injector import providers
 
 from videocopies.adapters.memory import InMemoryPaymentProvider, ManualClock, SequentialIds
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.bouncer import LocalPgBouncer
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.application.ports import UnitOfWork
+from videocopies.embedded.pgbouncer import LocalPgBouncer
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.containers import InMemoryService, PostgresService
 from videocopies.settings import Settings
 

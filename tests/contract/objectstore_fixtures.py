@@ -11,7 +11,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from videocopies.adapters.objectstore import FilesystemObjectStore, LocalSeaweed, S3ObjectStore
+from videocopies.adapters.objectstore import FilesystemObjectStore, S3ObjectStore
+from videocopies.embedded.seaweedfs import LocalSeaweed
 
 MiB = 1024 * 1024
 BIG = 20 * MiB

@@ -14,13 +14,13 @@ from videocopies.adapters.objectstore import (
     ChecksumMismatch,
     FilesystemObjectStore,
     InvalidKey,
-    LocalSeaweed,
     ObjectInfo,
     ObjectNotFound,
     S3ObjectStore,
     StorageUnavailable,
 )
 from videocopies.adapters.objectstore.filesystem import SHA256_XATTR
+from videocopies.embedded.seaweedfs import LocalSeaweed
 
 from .objectstore_fixtures import big_file, closed_port, object_store, raw_s3, small_file, target_dir
 

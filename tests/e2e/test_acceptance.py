@@ -19,8 +19,8 @@ import pytest
 from integration.harness import stopped_if_left
 from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.telegram.simulator import BotApiSimulator
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process, worker_process
 
 SECRET = "acceptance-secret" * 2

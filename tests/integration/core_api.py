@@ -14,13 +14,13 @@ import httpx
 from dependency_injector import providers
 
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.cluster import free_port
 from videocopies.adapters.system import SystemClock
 from videocopies.application import use_cases as uc
 from videocopies.application.nodes import IssueNodeToken
 from videocopies.application.ports import ObjectStore
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId
+from videocopies.embedded.postgres import free_port
 from videocopies.roles.core import Core, build, server
 from videocopies.settings import Settings
 

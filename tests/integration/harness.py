@@ -14,8 +14,8 @@ import httpx
 import psycopg
 from psycopg.rows import dict_row
 
-from videocopies.adapters.postgres.bouncer import LocalPgBouncer
-from videocopies.adapters.postgres.cluster import LocalPostgres, as_service_user, pg_bindir
+from videocopies.embedded.pgbouncer import LocalPgBouncer
+from videocopies.embedded.postgres import LocalPostgres, as_service_user, pg_bindir
 from videocopies.roles.launch import stop_process
 
 

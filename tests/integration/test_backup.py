@@ -11,8 +11,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
 from videocopies.cli import main
+from videocopies.embedded.postgres import LocalPostgres, free_port
 
 from .harness import fetch_one
 from .ledger_scenario import live_a_little

@@ -26,7 +26,6 @@ import pytest
 from dependency_injector import providers
 
 from videocopies.adapters.memory import InMemoryPaymentProvider, ManualClock, SequentialIds
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.system import RandomIds
 from videocopies.application import use_cases as uc
 from videocopies.application.ports import UnitOfWork
@@ -36,6 +35,7 @@ from videocopies.domain.jobs import CopyArtifact, LeaseLossReason, LeaseLost, ma
 from videocopies.domain.orders import Order
 from videocopies.domain.pricing import Quote
 from videocopies.domain.shared import JobId, LotId, OrderId, UserId, WorkerId
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
+from videocopies.embedded.postgres import LocalPostgres, free_port
 from videocopies.roles.launch import stop_process
 
 from .browser import Chromium, chromium_or_skip, profile_dir

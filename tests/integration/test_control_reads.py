@@ -9,10 +9,10 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.control_views import PostgresControlReadModel, control_pool
 from videocopies.adapters.system import SystemClock
 from videocopies.application.control import PLOT_WINDOW
+from videocopies.embedded.postgres import LocalPostgres
 
 from .control_seed import Seeded, seed
 

@@ -15,7 +15,7 @@ import httpx
 import uvicorn
 
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
-from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
+from videocopies.embedded.postgres import LocalPostgres, free_port
 from videocopies.roles.control import build
 
 from .control_seed import seed

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.launch import CoreProcess, issue_token
 
 

@@ -15,10 +15,10 @@ import psycopg
 from dependency_injector import providers
 
 from videocopies.adapters.memory import ManualClock
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId, WorkerId
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 

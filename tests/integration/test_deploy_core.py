@@ -17,8 +17,9 @@ from pathlib import Path
 import httpx
 
 from media import make_clip
-from videocopies.adapters.objectstore import LocalSeaweed, S3ObjectStore
-from videocopies.adapters.postgres.cluster import LocalPostgres, process_alive
+from videocopies.adapters.objectstore import S3ObjectStore
+from videocopies.embedded.postgres import LocalPostgres, process_alive
+from videocopies.embedded.seaweedfs import LocalSeaweed
 from videocopies.roles.launch import CoreProcess, issue_token, worker_process
 
 from .harness import fetch_all, wait_for

@@ -26,13 +26,13 @@ from dependency_injector import providers
 
 from videocopies.adapters.memory import InMemoryPaymentProvider
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.ledger_audit import audit_ledger
-from videocopies.adapters.postgres.standby import LocalStandby, failover_url
 from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
 from videocopies.domain.pricing import QuoteAlreadyUsed
 from videocopies.domain.shared import LotId, OrderId, UserId
+from videocopies.embedded.postgres import LocalPostgres
+from videocopies.embedded.standby import LocalStandby, failover_url
 from videocopies.roles.containers import PostgresService
 from videocopies.roles.launch import CoreProcess, issue_token
 from videocopies.settings import Settings

@@ -11,8 +11,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from videocopies.adapters.postgres.bouncer import LocalPgBouncer
-from videocopies.adapters.postgres.cluster import LocalPostgres, LocalServerError, free_port, process_alive
+from videocopies.embedded.pgbouncer import LocalPgBouncer
+from videocopies.embedded.postgres import LocalPostgres, LocalServerError, free_port, process_alive
 
 from .harness import (
     connect,

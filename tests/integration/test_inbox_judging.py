@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.control_views import PostgresControlReadModel, control_pool
 from videocopies.application.bot.screens import render
+from videocopies.embedded.postgres import LocalPostgres
 
 from .core_api import CoreApi, metric, serve_core
 

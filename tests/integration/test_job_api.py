@@ -15,7 +15,6 @@ import httpx
 import pytest
 
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.system import SystemClock
@@ -24,6 +23,7 @@ from videocopies.application.nodes import IssuedToken, IssueNodeToken, RevokeNod
 from videocopies.application.worker import copy_key
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId
+from videocopies.embedded.postgres import LocalPostgres, free_port
 from videocopies.roles.core import Core, build, server
 from videocopies.settings import Settings
 

@@ -11,11 +11,11 @@ from datetime import timedelta
 import httpx
 import psycopg
 
-from videocopies.adapters.postgres.bouncer import LocalPgBouncer
-from videocopies.adapters.postgres.cluster import LocalPostgres, statements_run
 from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId
+from videocopies.embedded.pgbouncer import LocalPgBouncer
+from videocopies.embedded.postgres import LocalPostgres, statements_run
 from videocopies.roles.containers import PostgresService
 from videocopies.roles.launch import CoreProcess, issue_token_async
 from videocopies.settings import Settings

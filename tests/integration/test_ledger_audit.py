@@ -6,8 +6,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.ledger_audit import CHECKS, audit_ledger
+from videocopies.embedded.postgres import LocalPostgres
 
 from .ledger_scenario import live_a_little
 

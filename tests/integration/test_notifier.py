@@ -12,11 +12,11 @@ import pytest
 from dependency_injector import providers
 
 from videocopies.adapters.memory import InProcessNotifier, ManualClock
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.notifier import PostgresNotifier
 from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId, WorkerId
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 

@@ -15,13 +15,14 @@ from psycopg.types.json import Jsonb
 
 from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.memory.clock import ManualClock
-from videocopies.adapters.objectstore import LocalSeaweed, S3ObjectStore
+from videocopies.adapters.objectstore import S3ObjectStore
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.objects import PostgresObjectRows
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.application.objects import ObjectLifecycle
 from videocopies.domain.objects import Lifetimes
+from videocopies.embedded.postgres import LocalPostgres
+from videocopies.embedded.seaweedfs import LocalSeaweed
 
 SOURCE, COPY_0, COPY_1 = "sources/7/10.mp4", "copies/o1/0-a.mp4", "copies/o1/1-b.mp4"
 VIDEO = {"file_id": "f", "size": 4, "duration_s": 1.0, "width": 2, "height": 2, "mime_type": "video/mp4",

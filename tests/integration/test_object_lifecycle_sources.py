@@ -18,7 +18,6 @@ from dependency_injector import providers
 
 from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.objects import PostgresObjectRows
 from videocopies.application import use_cases as uc
 from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo
@@ -27,6 +26,7 @@ from videocopies.application.errors import Conflict
 from videocopies.application.objects import SOURCE_GONE, ObjectLifecycle
 from videocopies.domain.objects import Lifetimes
 from videocopies.domain.shared import UserId
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 

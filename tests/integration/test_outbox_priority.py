@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.outbox import _CLAIM, PostgresOutboxQueue
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.application.ports import OutboxMessage
 from videocopies.domain.shared import UserId
+from videocopies.embedded.postgres import LocalPostgres
 
 _keys = itertools.count(1)
 

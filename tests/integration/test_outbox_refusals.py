@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.application import use_cases as uc
 from videocopies.application.ports import OutboxMessage
 from videocopies.domain.jobs import CopyArtifact
 from videocopies.domain.shared import JobId, OwnerToken, UserId
+from videocopies.embedded.postgres import LocalPostgres
 
 from .core_api import CoreApi, serve_core
 

@@ -13,8 +13,6 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from videocopies.adapters.postgres.bouncer import LocalPgBouncer
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.control_views import PostgresControlReadModel, control_pool
 from videocopies.adapters.postgres.ledger_audit import audit_ledger
 from videocopies.adapters.postgres.retention import PostgresTransientRows
@@ -28,6 +26,8 @@ from videocopies.domain.jobs import CopyArtifact, LeaseLost
 from videocopies.domain.orders import OrderState
 from videocopies.domain.retention import MONEY, PrunableRow, RetentionPolicy, Transient
 from videocopies.domain.shared import JobId, OrderId, OwnerToken, UserId, WorkerId
+from videocopies.embedded.pgbouncer import LocalPgBouncer
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 

@@ -11,13 +11,13 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.duties import PostgresDutyLeases
 from videocopies.adapters.postgres.retention import PostgresTransientRows
 from videocopies.adapters.system import SystemClock
 from videocopies.application.duties import HoldDuty
 from videocopies.application.retention import PruneTables, keep_pruning
 from videocopies.domain.retention import RetentionPolicy, Transient
+from videocopies.embedded.postgres import LocalPostgres
 
 from .core_api import serve_core
 

@@ -16,11 +16,11 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.retention import WALKS, PostgresTransientRows
 from videocopies.adapters.system import SystemClock
 from videocopies.application.retention import PruneTables
 from videocopies.domain.retention import RetentionPolicy, Transient
+from videocopies.embedded.postgres import LocalPostgres
 
 ROWS = 30_000
 # Half of each table past its retention (60 days old), half recent; a few rows never ended.

@@ -9,7 +9,7 @@ import sys
 import psycopg
 import pytest
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.embedded.postgres import LocalPostgres
 
 
 def _run(*args: str, url: str) -> subprocess.CompletedProcess[str]:

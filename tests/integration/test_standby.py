@@ -7,9 +7,9 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from videocopies.adapters.postgres.bouncer import LocalPgBouncer
-from videocopies.adapters.postgres.cluster import LocalPostgres
-from videocopies.adapters.postgres.standby import LocalStandby, failover_url
+from videocopies.embedded.pgbouncer import LocalPgBouncer
+from videocopies.embedded.postgres import LocalPostgres
+from videocopies.embedded.standby import LocalStandby, failover_url
 
 from .harness import connect, fetch_all, fetch_one
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import psycopg
 
-from videocopies.adapters.objectstore import LocalSeaweed, S3ObjectStore
-from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.adapters.objectstore import S3ObjectStore
 from videocopies.adapters.postgres.objects import PostgresObjectRows
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.system import SystemClock
 from videocopies.application.objects import ObjectLifecycle
 from videocopies.domain.objects import Lifetimes
+from videocopies.embedded.postgres import LocalPostgres
+from videocopies.embedded.seaweedfs import LocalSeaweed
 
 ORDER = """INSERT INTO orders (order_id, user_id, source_key, copies, price_per_copy, total, tariff_version,
     quote_expires_at, quote_token, seed, state, copy_states, created_at, version)

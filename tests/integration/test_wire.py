@@ -12,7 +12,7 @@ import pytest
 
 from videocopies.adapters.http import wire
 from videocopies.adapters.http.wire import JsonWire, WireError
-from videocopies.adapters.postgres.cluster import free_port
+from videocopies.embedded.postgres import free_port
 
 Answer = Callable[[bytes, int], bytes | None]  # the request body and its number on its connection
 

@@ -15,13 +15,13 @@ from videocopies.adapters.ffmpeg import FfmpegTranscoder
 from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk, StoreJobFiles
 from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.objectstore import FilesystemObjectStore
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.probe import PyAvProber
 from videocopies.application import use_cases as uc
 from videocopies.application.worker import Worker, WorkerSettings
 from videocopies.domain.coins import LotKind
 from videocopies.domain.orders import OrderState
 from videocopies.domain.shared import UserId, WorkerId
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
 

@@ -19,10 +19,10 @@ from dependency_injector import providers
 from media import make_clip
 from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.objectstore import FilesystemObjectStore
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.containers import PostgresService
 from videocopies.roles.launch import CoreProcess, issue_token, worker_process
 from videocopies.settings import Settings

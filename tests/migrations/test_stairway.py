@@ -12,8 +12,8 @@ from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.tables import metadata
+from videocopies.embedded.postgres import LocalPostgres
 
 
 def _revisions() -> list[str]:

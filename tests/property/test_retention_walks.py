@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.memory import ManualClock
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.retention import PostgresTransientRows
 from videocopies.application.retention import PruneTables
 from videocopies.domain.retention import PrunableRow, RetentionPolicy, Transient
+from videocopies.embedded.postgres import LocalPostgres
 
 NOW = datetime(2025, 6, 1, 12, tzinfo=UTC)
 minutes = st.integers(min_value=0, max_value=6)  # a few values: times tie often

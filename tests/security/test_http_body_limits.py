@@ -13,7 +13,7 @@ import select
 import socket
 from collections.abc import Iterator
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.launch import CoreProcess, issue_token
 
 KIB, MIB, GIB = 1024, 1024 * 1024, 1024 * 1024 * 1024

@@ -7,9 +7,9 @@ import asyncio
 
 import httpx
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.application import use_cases as uc
 from videocopies.domain.shared import UserId
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.containers import PostgresService
 from videocopies.roles.launch import CoreProcess, issue_token
 from videocopies.settings import Settings

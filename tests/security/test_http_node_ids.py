@@ -12,7 +12,7 @@ import time
 import httpx
 import psycopg
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.launch import CoreProcess, issue_token, issue_token_async
 
 REQUESTS = 10_000

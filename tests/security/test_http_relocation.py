@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from videocopies.adapters.http.client import CoreClient, CoreUnreachable
-from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
+from videocopies.embedded.postgres import LocalPostgres, free_port
 from videocopies.roles.launch import CoreProcess, issue_token
 
 ELSEWHERE = "http://core.invalid:8700"

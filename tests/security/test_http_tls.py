@@ -20,8 +20,8 @@ import pytest
 from integration.harness import wait_answering
 from videocopies.adapters.http.client import HttpJobLeases, WrongNode, identify
 from videocopies.adapters.http.wire import JsonWire, WireError
-from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
 from videocopies.domain.shared import WorkerId
+from videocopies.embedded.postgres import LocalPostgres, free_port
 from videocopies.roles.launch import issue_token, stop_process
 
 

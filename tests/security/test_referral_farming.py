@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.application import use_cases as uc
 from videocopies.domain.coins import GrantRules, LotKind, ReferralCaps
 from videocopies.domain.shared import UserId
+from videocopies.embedded.postgres import LocalPostgres
 
 from .tokens_core import CoreApi, core_serving
 

@@ -15,8 +15,8 @@ import pytest
 from psycopg import sql
 
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.cluster import LocalPostgres, hand_to_service_user, pg_bindir
 from videocopies.cli import main
+from videocopies.embedded.postgres import LocalPostgres, hand_to_service_user, pg_bindir
 
 ROLE = "keeper"
 # A colon and a backslash: the two characters a passfile must escape.

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from integration.harness import wait_answering
-from videocopies.adapters.postgres.cluster import LocalPostgres, free_port
+from videocopies.embedded.postgres import LocalPostgres, free_port
 from videocopies.roles.launch import stop_process
 
 PASSWORD = "operator-secret-1"

@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 import attrs
 import pytest
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.system import RandomIds
 from videocopies.application.bot.conversation import confirm_data
 from videocopies.domain.pricing import PricingPolicy, Quote, QuoteForged, QuoteKeys, Tariff
 from videocopies.domain.shared import OrderId, UserId
+from videocopies.embedded.postgres import LocalPostgres
 
 LONG_ENOUGH = "k" * 32
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -12,8 +12,8 @@ import psycopg
 
 from integration.harness import stopped_if_left
 from videocopies.adapters.ffmpeg.clips import make_clip
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.telegram.simulator import BotApiSimulator, SimulatedUser
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process
 
 FIRST, SECOND, THIRD = (secrets.token_urlsafe(32) for _ in range(3))

@@ -18,10 +18,10 @@ from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.types import LabeledPrice
 
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.postgres.control_views import PostgresControlReadModel, control_pool
 from videocopies.adapters.telegram.payments import TelegramPaymentProvider
 from videocopies.adapters.telegram.simulator import BotApiSimulator
+from videocopies.embedded.postgres import LocalPostgres
 
 from .tokens_core import CoreApi, core_serving
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import httpx
 
-from videocopies.adapters.objectstore import LocalSeaweed, S3ObjectStore
-from videocopies.adapters.postgres.cluster import LocalPostgres
+from videocopies.adapters.objectstore import S3ObjectStore
+from videocopies.embedded.postgres import LocalPostgres
+from videocopies.embedded.seaweedfs import LocalSeaweed
 
 from .tokens_core import core_serving
 

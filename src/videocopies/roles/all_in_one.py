@@ -27,12 +27,12 @@ import attrs
 import httpx
 
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.cluster import LocalPostgres, free_port, running_as_root
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.system import SystemClock
 from videocopies.adapters.telegram.simulator import BotApiSimulator
 from videocopies.application.nodes import IssueNodeToken, RevokeNode
+from videocopies.embedded.postgres import LocalPostgres, free_port, running_as_root
 from videocopies.roles.launch import CoreProcess, RoleProcess, edge_process, worker_process
 
 WORKERS = 2

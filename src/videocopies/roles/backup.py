@@ -7,7 +7,7 @@ from pathlib import Path
 
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.backup import BackupError, Verification, create_backup, verify_backup
-from videocopies.adapters.postgres.cluster import LocalServerError
+from videocopies.embedded.postgres import LocalServerError
 
 
 def create(database_url: str, out: Path | None) -> int:

@@ -26,7 +26,6 @@ from videocopies.adapters.ffmpeg.limits import memory_bytes_from_env
 from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk, StoreJobFiles
 from videocopies.adapters.objectstore import FilesystemObjectStore
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.cluster import LocalPostgres
 from videocopies.adapters.probe import Limits, MediaRejected, PyAvProber
 from videocopies.adapters.quality import PyAvCopyInspector
 from videocopies.application import use_cases as uc
@@ -36,6 +35,7 @@ from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.orders import OrderState
 from videocopies.domain.quality import variant
 from videocopies.domain.shared import UserId, WorkerId
+from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import DEFAULT_TARIFF, Settings, quality_thresholds
 from videocopies.telegram_limits import DEFAULT_MAX_PIXEL_RATE

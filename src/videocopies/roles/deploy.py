@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from videocopies.adapters.postgres.cluster import free_port
+from videocopies.embedded.postgres import free_port
 
 _LEASED = """
 SELECT job_id, owner_token, lease_until FROM jobs WHERE state = 'leased' AND lease_until > now()

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import httpx
 
-from videocopies.adapters.postgres.cluster import free_port
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.system import SystemClock
 from videocopies.application.nodes import IssueNodeToken
+from videocopies.embedded.postgres import free_port
 from videocopies.telegram_limits import limits_env
 
 

@@ -1,5 +1,4 @@
-"""Object stores: S3 (boto3) for deployments, a directory tree as the embedded default, and a
-private SeaweedFS for tests and the all-in-one role."""
+"""Object stores: S3 (boto3) for deployments, and a directory tree as the embedded default."""
 
 from videocopies.adapters.objectstore.errors import (
     ChecksumMismatch,
@@ -10,11 +9,10 @@ from videocopies.adapters.objectstore.errors import (
 )
 from videocopies.adapters.objectstore.files import ObjectInfo
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
-from videocopies.adapters.objectstore.seaweed import LocalSeaweed, SeaweedError
 
 __all__ = [
-    "ChecksumMismatch", "FilesystemObjectStore", "InvalidKey", "LocalSeaweed", "ObjectInfo", "ObjectNotFound",
-    "ObjectStoreError", "S3ObjectStore", "SeaweedError", "StorageUnavailable",
+    "ChecksumMismatch", "FilesystemObjectStore", "InvalidKey", "ObjectInfo", "ObjectNotFound", "ObjectStoreError",
+    "S3ObjectStore", "StorageUnavailable",
 ]
 
 

@@ -22,8 +22,8 @@ import attrs
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.cluster import LocalPostgres, pg_bindir
 from videocopies.adapters.postgres.ledger_audit import LedgerAudit, audit_ledger
+from videocopies.embedded.postgres import LocalPostgres, pg_bindir
 
 RESTORED = "restored"
 

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import psycopg
 
-from videocopies.adapters.postgres.cluster import (
+from videocopies.embedded.postgres import (
     SERVICE_USER,
     LocalServerError,
     free_port,

@@ -11,7 +11,7 @@ from typing import Protocol
 import psycopg
 from psycopg import sql
 
-from videocopies.adapters.postgres.cluster import (
+from videocopies.embedded.postgres import (
     SERVICE_USER,
     LocalPostgres,
     LocalServerError,
