@@ -111,7 +111,7 @@ def simulator_process(scratch: Path, bot_token: str, strict: bool = False) -> It
     port = free_port()
     limits = [] if strict else ["--lax"]  # no flood control, no 502s or late answers
     sim = subprocess.Popen(
-        [sys.executable, "-m", "videocopies.adapters.telegram.simulator", "--port", str(port), "--token", bot_token,
+        [sys.executable, "-m", "videocopies.testing.telegram_simulator", "--port", str(port), "--token", bot_token,
          "--files-dir", str(scratch / "telegram"), *limits],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )

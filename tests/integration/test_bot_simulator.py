@@ -35,7 +35,7 @@ from aiogram.types import (
 )
 from aiohttp import web
 
-from videocopies.adapters.telegram.simulator import BotApiSimulator, UserActionRefused
+from videocopies.testing.telegram_simulator import BotApiSimulator, UserActionRefused
 
 MB = 1024 * 1024
 QUERY_TOO_OLD = "Bad Request: query is too old and response timeout expired or query ID is invalid"

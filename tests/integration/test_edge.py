@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from videocopies.adapters.telegram.simulator import BotApiSimulator
 from videocopies.embedded.postgres import LocalPostgres, free_port
 from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process
+from videocopies.testing.telegram_simulator import BotApiSimulator
 
 from .harness import stopped_if_left
 

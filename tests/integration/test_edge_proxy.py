@@ -9,8 +9,8 @@ import contextlib
 from aiogram.methods import GetUpdates
 
 from videocopies.adapters.telegram.botapi import LeanBotApi
-from videocopies.adapters.telegram.simulator import BotApiSimulator
 from videocopies.roles.edge import bot_from_env
+from videocopies.testing.telegram_simulator import BotApiSimulator
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

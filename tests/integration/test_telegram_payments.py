@@ -14,11 +14,11 @@ from aiogram.types import LabeledPrice
 from videocopies.adapters.http.client import CoreClient
 from videocopies.adapters.telegram.edge import Downloads, Receiver, SignedUrlSources
 from videocopies.adapters.telegram.payments import TelegramPaymentProvider, UnconfiguredPaymentProvider
-from videocopies.adapters.telegram.simulator import BotApiSimulator
 from videocopies.application.errors import ProviderNotConfigured, RefundRefused
 from videocopies.domain.payments import ProviderTransaction
 from videocopies.domain.shared import UserId
 from videocopies.embedded.postgres import free_port
+from videocopies.testing.telegram_simulator import BotApiSimulator
 
 
 @pytest.fixture

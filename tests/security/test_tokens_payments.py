@@ -20,8 +20,8 @@ from aiogram.types import LabeledPrice
 
 from videocopies.adapters.postgres.control_views import PostgresControlReadModel, control_pool
 from videocopies.adapters.telegram.payments import TelegramPaymentProvider
-from videocopies.adapters.telegram.simulator import BotApiSimulator
 from videocopies.embedded.postgres import LocalPostgres
+from videocopies.testing.telegram_simulator import BotApiSimulator
 
 from .tokens_core import CoreApi, core_serving
 

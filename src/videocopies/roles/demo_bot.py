@@ -15,8 +15,8 @@ from typing import TextIO
 
 from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
-from videocopies.adapters.telegram.simulator.users import SimulatedUser
 from videocopies.roles import all_in_one
+from videocopies.testing.telegram_simulator.users import SimulatedUser
 
 COPIES = 5
 CLIP_SECONDS = 2

@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from videocopies.adapters.telegram.simulator import BotApiError, Settings, SimulatorState, UserActionRefused
-from videocopies.adapters.telegram.simulator.methods import call
-from videocopies.adapters.telegram.simulator.params import Params, Upload, parse
-from videocopies.adapters.telegram.simulator.users import create_user
+from videocopies.testing.telegram_simulator import BotApiError, Settings, SimulatorState, UserActionRefused
+from videocopies.testing.telegram_simulator.methods import call
+from videocopies.testing.telegram_simulator.params import Params, Upload, parse
+from videocopies.testing.telegram_simulator.users import create_user
 
 
 class Clock:

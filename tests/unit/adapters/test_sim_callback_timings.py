@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import httpx
 
-from videocopies.adapters.telegram.simulator import Settings, SimulatorState, create_app
-from videocopies.adapters.telegram.simulator.methods import call_now
-from videocopies.adapters.telegram.simulator.params import Params
-from videocopies.adapters.telegram.simulator.users import create_user
+from videocopies.testing.telegram_simulator import Settings, SimulatorState, create_app
+from videocopies.testing.telegram_simulator.methods import call_now
+from videocopies.testing.telegram_simulator.params import Params
+from videocopies.testing.telegram_simulator.users import create_user
 
 
 class Clock:

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from videocopies.adapters.telegram.simulator import LAX, Settings, SimulatorState, create_app
-from videocopies.adapters.telegram.simulator.state import BAD_GATEWAY, SLOW
-from videocopies.adapters.telegram.simulator.users import create_user
+from videocopies.testing.telegram_simulator import LAX, Settings, SimulatorState, create_app
+from videocopies.testing.telegram_simulator.state import BAD_GATEWAY, SLOW
+from videocopies.testing.telegram_simulator.users import create_user
 
 BAD_GATEWAY_ANSWER = {"ok": False, "error_code": 502, "description": "Bad Gateway"}
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from videocopies.adapters.telegram.simulator import LAX, BotApiError, Settings, SimulatorState
-from videocopies.adapters.telegram.simulator.methods import call_now
-from videocopies.adapters.telegram.simulator.params import Params
-from videocopies.adapters.telegram.simulator.users import SimulatedUser, create_user
+from videocopies.testing.telegram_simulator import LAX, BotApiError, Settings, SimulatorState
+from videocopies.testing.telegram_simulator.methods import call_now
+from videocopies.testing.telegram_simulator.params import Params
+from videocopies.testing.telegram_simulator.users import SimulatedUser, create_user
 
 T0 = 1_000_000.0
 

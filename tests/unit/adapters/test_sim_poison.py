@@ -6,10 +6,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from videocopies.adapters.telegram.simulator import LAX, BotApiError, Settings, SimulatorState, create_app
-from videocopies.adapters.telegram.simulator.methods import call, call_now
-from videocopies.adapters.telegram.simulator.params import Params, Upload
-from videocopies.adapters.telegram.simulator.users import create_user
+from videocopies.testing.telegram_simulator import LAX, BotApiError, Settings, SimulatorState, create_app
+from videocopies.testing.telegram_simulator.methods import call, call_now
+from videocopies.testing.telegram_simulator.params import Params, Upload
+from videocopies.testing.telegram_simulator.users import create_user
 
 MB = 1024 * 1024
 UNAVAILABLE = "Bad Request: wrong file_id or the file is temporarily unavailable"

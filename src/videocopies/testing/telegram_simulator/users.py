@@ -6,16 +6,16 @@ import re
 import secrets
 from collections.abc import Callable
 
-from videocopies.adapters.telegram.simulator.accounts import (
+from videocopies.testing.telegram_simulator.accounts import (
     BotAccount,
     CallbackQuery,
     PreCheckout,
     Received,
     inline_buttons,
 )
-from videocopies.adapters.telegram.simulator.errors import UserActionRefused
-from videocopies.adapters.telegram.simulator.payments import expired
-from videocopies.adapters.telegram.simulator.state import SimulatorState
+from videocopies.testing.telegram_simulator.errors import UserActionRefused
+from videocopies.testing.telegram_simulator.payments import expired
+from videocopies.testing.telegram_simulator.state import SimulatorState
 
 Match = Callable[[Received], bool]
 DELIVERIES = ("deliver", "drop", "duplicate")

@@ -15,12 +15,12 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from videocopies.adapters.telegram.simulator import methods, params
-from videocopies.adapters.telegram.simulator.accounts import BotAccount, Update, Webhook
-from videocopies.adapters.telegram.simulator.control import control_routes
-from videocopies.adapters.telegram.simulator.errors import BotApiError
-from videocopies.adapters.telegram.simulator.fastpath import BAD_GATEWAY_BODY, SLOW_CALL, bot_call, json_body
-from videocopies.adapters.telegram.simulator.state import BAD_GATEWAY, SLOW, SimulatorState
+from videocopies.testing.telegram_simulator import methods, params
+from videocopies.testing.telegram_simulator.accounts import BotAccount, Update, Webhook
+from videocopies.testing.telegram_simulator.control import control_routes
+from videocopies.testing.telegram_simulator.errors import BotApiError
+from videocopies.testing.telegram_simulator.fastpath import BAD_GATEWAY_BODY, SLOW_CALL, bot_call, json_body
+from videocopies.testing.telegram_simulator.state import BAD_GATEWAY, SLOW, SimulatorState
 
 log = logging.getLogger(__name__)
 _STOP = object()

@@ -5,24 +5,24 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from videocopies.adapters.telegram.simulator import errors
-from videocopies.adapters.telegram.simulator.accounts import DEFAULT_UPDATE_KINDS, BotAccount, Chat, Webhook
-from videocopies.adapters.telegram.simulator.chats import message_text, new_message, reply_markup, target_chat
-from videocopies.adapters.telegram.simulator.errors import BotApiError, bad_request
-from videocopies.adapters.telegram.simulator.files import (
+from videocopies.testing.telegram_simulator import errors
+from videocopies.testing.telegram_simulator.accounts import DEFAULT_UPDATE_KINDS, BotAccount, Chat, Webhook
+from videocopies.testing.telegram_simulator.chats import message_text, new_message, reply_markup, target_chat
+from videocopies.testing.telegram_simulator.errors import BotApiError, bad_request
+from videocopies.testing.telegram_simulator.files import (
     CLOUD_DOWNLOAD_LIMIT,
     CLOUD_UPLOAD_LIMIT,
     LOCAL_UPLOAD_LIMIT,
     StoredFile,
 )
-from videocopies.adapters.telegram.simulator.params import Params, Upload
-from videocopies.adapters.telegram.simulator.payments import (
+from videocopies.testing.telegram_simulator.params import Params, Upload
+from videocopies.testing.telegram_simulator.payments import (
     answer_pre_checkout_query,
     get_star_transactions,
     refund_star_payment,
     send_invoice,
 )
-from videocopies.adapters.telegram.simulator.state import SimulatorState
+from videocopies.testing.telegram_simulator.state import SimulatorState
 
 Method = Callable[[SimulatorState, BotAccount, Params], object]
 MAX_TEXT = 4096

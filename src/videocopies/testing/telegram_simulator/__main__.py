@@ -1,13 +1,13 @@
-"""`python -m videocopies.adapters.telegram.simulator`: a standalone simulator for the demo."""
+"""`python -m videocopies.testing.telegram_simulator`: a standalone simulator for the demo."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from videocopies.adapters.telegram.simulator.server import BotApiSimulator
-from videocopies.adapters.telegram.simulator.settings import LAX
 from videocopies.roles import heap
+from videocopies.testing.telegram_simulator.server import BotApiSimulator
+from videocopies.testing.telegram_simulator.settings import LAX
 
 
 def main(argv: list[str] | None = None) -> None:

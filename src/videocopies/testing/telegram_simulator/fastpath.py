@@ -19,9 +19,9 @@ from collections.abc import Callable
 import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-from videocopies.adapters.telegram.simulator import methods, params
-from videocopies.adapters.telegram.simulator.errors import BAD_GATEWAY_ANSWER, BotApiError
-from videocopies.adapters.telegram.simulator.state import BAD_GATEWAY, SLOW, SimulatorState
+from videocopies.testing.telegram_simulator import methods, params
+from videocopies.testing.telegram_simulator.errors import BAD_GATEWAY_ANSWER, BotApiError
+from videocopies.testing.telegram_simulator.state import BAD_GATEWAY, SLOW, SimulatorState
 
 Answer = Callable[[str, str, bytes], tuple[int, bytes]]
 SLOW_CALL = "videocopies.simulator.slow"  # the ASGI scope key of a call the fast path drew as slow

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from videocopies.adapters.telegram.simulator.errors import BotApiError
+from videocopies.testing.telegram_simulator.errors import BotApiError
 
 
 class Bucket:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import attrs
 
-from videocopies.adapters.telegram.simulator.flood import Bucket
-from videocopies.adapters.telegram.simulator.signal import Signal
+from videocopies.testing.telegram_simulator.flood import Bucket
+from videocopies.testing.telegram_simulator.signal import Signal
 
 # What Telegram sends when getUpdates/setWebhook never named allowed_updates.
 DEFAULT_UPDATE_KINDS = frozenset(

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import secrets
 
-from videocopies.adapters.telegram.simulator import errors
-from videocopies.adapters.telegram.simulator.accounts import BotAccount, Charge, Invoice, PreCheckout
-from videocopies.adapters.telegram.simulator.chats import new_message, reply_markup, target_chat
-from videocopies.adapters.telegram.simulator.errors import BotApiError, bad_request
-from videocopies.adapters.telegram.simulator.params import Params
-from videocopies.adapters.telegram.simulator.state import SimulatorState
+from videocopies.testing.telegram_simulator import errors
+from videocopies.testing.telegram_simulator.accounts import BotAccount, Charge, Invoice, PreCheckout
+from videocopies.testing.telegram_simulator.chats import new_message, reply_markup, target_chat
+from videocopies.testing.telegram_simulator.errors import BotApiError, bad_request
+from videocopies.testing.telegram_simulator.params import Params
+from videocopies.testing.telegram_simulator.state import SimulatorState
 
 
 def send_invoice(state: SimulatorState, bot: BotAccount, p: Params) -> dict:

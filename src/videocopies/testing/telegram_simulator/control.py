@@ -8,9 +8,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from videocopies.adapters.telegram.simulator.errors import UserActionRefused
-from videocopies.adapters.telegram.simulator.state import SimulatorState
-from videocopies.adapters.telegram.simulator.users import SimulatedUser, create_user
+from videocopies.testing.telegram_simulator.errors import UserActionRefused
+from videocopies.testing.telegram_simulator.state import SimulatorState
+from videocopies.testing.telegram_simulator.users import SimulatedUser, create_user
 
 
 def control_routes(state: SimulatorState) -> list[Route]:

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 import uvicorn
 import uvloop
 
-from videocopies.adapters.telegram.simulator.app import create_app
-from videocopies.adapters.telegram.simulator.fastpath import protocol_for
-from videocopies.adapters.telegram.simulator.settings import Settings
-from videocopies.adapters.telegram.simulator.state import SimulatorState
-from videocopies.adapters.telegram.simulator.users import SimulatedUser, create_user
+from videocopies.testing.telegram_simulator.app import create_app
+from videocopies.testing.telegram_simulator.fastpath import protocol_for
+from videocopies.testing.telegram_simulator.settings import Settings
+from videocopies.testing.telegram_simulator.state import SimulatorState
+from videocopies.testing.telegram_simulator.users import SimulatedUser, create_user
 
 if TYPE_CHECKING:  # aiogram costs seconds to import: the simulator process never needs it
     from aiogram.client.telegram import TelegramAPIServer

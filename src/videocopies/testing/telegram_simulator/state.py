@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from videocopies.adapters.telegram.simulator.accounts import BotAccount, Chat, Profile, Received, Update
-from videocopies.adapters.telegram.simulator.errors import BotApiError, forbidden
-from videocopies.adapters.telegram.simulator.files import FileStore
-from videocopies.adapters.telegram.simulator.flood import retry_after, too_many_requests
-from videocopies.adapters.telegram.simulator.settings import Settings
+from videocopies.testing.telegram_simulator.accounts import BotAccount, Chat, Profile, Received, Update
+from videocopies.testing.telegram_simulator.errors import BotApiError, forbidden
+from videocopies.testing.telegram_simulator.files import FileStore
+from videocopies.testing.telegram_simulator.flood import retry_after, too_many_requests
+from videocopies.testing.telegram_simulator.settings import Settings
 
 # What `draw_fault` answers
 BAD_GATEWAY = "bad_gateway"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import html
 import re
 
-from videocopies.adapters.telegram.simulator import errors
-from videocopies.adapters.telegram.simulator.accounts import BotAccount, Chat
-from videocopies.adapters.telegram.simulator.errors import BotApiError, bad_request, forbidden
-from videocopies.adapters.telegram.simulator.params import Params
-from videocopies.adapters.telegram.simulator.state import SimulatorState
+from videocopies.testing.telegram_simulator import errors
+from videocopies.testing.telegram_simulator.accounts import BotAccount, Chat
+from videocopies.testing.telegram_simulator.errors import BotApiError, bad_request, forbidden
+from videocopies.testing.telegram_simulator.params import Params
+from videocopies.testing.telegram_simulator.state import SimulatorState
 
 
 def target_chat(

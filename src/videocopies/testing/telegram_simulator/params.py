@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl
 
 import attrs
 
-from videocopies.adapters.telegram.simulator.errors import bad_request
+from videocopies.testing.telegram_simulator.errors import bad_request
 
 
 @attrs.frozen
