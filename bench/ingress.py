@@ -30,7 +30,7 @@ import httpx
 import psycopg
 from _support import UNPACED_EDGE, cpu_seconds, emit, fresh_database, postgres_cpu_seconds, server, simulator_process
 
-from videocopies.roles.launch import CoreProcess, edge_process, issue_token
+from videocopies.runtime.launch import CoreProcess, edge_process, issue_token
 
 BOT_TOKEN = "123456:bench-ingress"
 

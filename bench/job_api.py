@@ -49,7 +49,7 @@ from psycopg_pool import AsyncConnectionPool
 from videocopies.adapters.postgres.notifier import CHANNEL
 from videocopies.embedded.pgbouncer import LocalPgBouncer
 from videocopies.embedded.postgres import statements_run
-from videocopies.roles.launch import CoreProcess, issue_token_async
+from videocopies.runtime.launch import CoreProcess, issue_token_async
 
 HERE = Path(__file__).parent
 LEASE_S = 600

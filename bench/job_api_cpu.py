@@ -17,7 +17,7 @@ import uvloop
 from _support import cpu_seconds, emit, fresh_database, server
 from job_api import _drain_in_process, _insert_jobs
 
-from videocopies.roles.launch import CoreProcess, issue_token_async
+from videocopies.runtime.launch import CoreProcess, issue_token_async
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ from videocopies.adapters.objectstore import S3ObjectStore
 from videocopies.embedded.pgbouncer import LocalPgBouncer
 from videocopies.embedded.postgres import LocalPostgres, free_port
 from videocopies.embedded.seaweedfs import LocalSeaweed
-from videocopies.roles.launch import CoreProcess, RoleProcess, edge_process, issue_token, worker_process
+from videocopies.runtime.launch import CoreProcess, RoleProcess, edge_process, issue_token, worker_process
 
 BOT_TOKEN = "424242:soak"
 SECRET = "soak-secret" * 3

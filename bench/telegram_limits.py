@@ -178,7 +178,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextlib.contextmanager
 def bot_stack(url: str, scratch: Path, copy: Path) -> Iterator[Stack]:
-    from videocopies.roles.launch import CoreProcess, edge_process, issue_token
+    from videocopies.runtime.launch import CoreProcess, edge_process, issue_token
 
     logs, store = scratch / "logs", scratch / "objects"
     logs.mkdir()

@@ -54,7 +54,7 @@ from videocopies.domain.coins import LotKind
 from videocopies.domain.effects import EffectsPlan, plan_copies
 from videocopies.domain.shared import UserId
 from videocopies.roles.containers import PostgresService
-from videocopies.roles.launch import CoreProcess, issue_token
+from videocopies.runtime.launch import CoreProcess, issue_token
 from videocopies.settings import Settings
 
 SECRET = "bench-worker" * 3

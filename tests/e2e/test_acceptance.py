@@ -20,7 +20,7 @@ from integration.harness import stopped_if_left
 from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
 from videocopies.embedded.postgres import LocalPostgres
-from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process, worker_process
+from videocopies.runtime.launch import CoreProcess, edge_process, issue_token, stop_process, worker_process
 from videocopies.testing.telegram_simulator import BotApiSimulator
 
 SECRET = "acceptance-secret" * 2

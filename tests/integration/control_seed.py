@@ -12,7 +12,7 @@ from videocopies.domain.coins import LotKind
 from videocopies.domain.jobs import CopyArtifact
 from videocopies.domain.shared import JobId, OwnerToken, UserId, WorkerId
 from videocopies.roles.containers import PostgresService
-from videocopies.roles.launch import issue_token_async
+from videocopies.runtime.launch import issue_token_async
 from videocopies.settings import Settings
 
 

@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 
 from videocopies.embedded.pgbouncer import LocalPgBouncer
 from videocopies.embedded.postgres import LocalPostgres, as_service_user, pg_bindir
-from videocopies.roles.launch import stop_process
+from videocopies.runtime.launch import stop_process
 
 
 def connect(url: str, **kwargs: Any) -> psycopg.Connection:

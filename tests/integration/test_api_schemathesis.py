@@ -12,7 +12,7 @@ from schemathesis.checks import not_a_server_error
 
 from videocopies.embedded.pgbouncer import LocalPgBouncer
 from videocopies.embedded.postgres import LocalPostgres
-from videocopies.roles.launch import CoreProcess, issue_token
+from videocopies.runtime.launch import CoreProcess, issue_token
 
 
 @pytest.fixture

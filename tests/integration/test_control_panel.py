@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from videocopies.embedded.postgres import LocalPostgres, free_port
-from videocopies.roles.launch import stop_process
+from videocopies.runtime.launch import stop_process
 
 from .browser import Chromium, chromium_or_skip, profile_dir
 from .control_seed import seed

@@ -14,7 +14,7 @@ import httpx
 
 from videocopies.adapters.postgres import migrate
 from videocopies.embedded.postgres import LocalPostgres
-from videocopies.roles.launch import CoreProcess, issue_token
+from videocopies.runtime.launch import CoreProcess, issue_token
 
 
 def test_core_answers_503_while_the_database_is_down_and_recovers() -> None:

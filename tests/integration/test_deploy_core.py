@@ -20,7 +20,7 @@ from media import make_clip
 from videocopies.adapters.objectstore import S3ObjectStore
 from videocopies.embedded.postgres import LocalPostgres, process_alive
 from videocopies.embedded.seaweedfs import LocalSeaweed
-from videocopies.roles.launch import CoreProcess, issue_token, worker_process
+from videocopies.runtime.launch import CoreProcess, issue_token, worker_process
 
 from .harness import fetch_all, wait_for
 from .test_worker_over_http import SECRET, _order

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from videocopies.embedded.postgres import LocalPostgres
-from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process
+from videocopies.runtime.launch import CoreProcess, edge_process, issue_token, stop_process
 from videocopies.testing.telegram_simulator import BotApiSimulator, SimulatedUser
 
 from .harness import stopped_if_left

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from videocopies.embedded.postgres import LocalPostgres
-from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process
+from videocopies.runtime.launch import CoreProcess, edge_process, issue_token, stop_process
 from videocopies.testing.telegram_simulator import BotApiSimulator, SimulatedUser
 
 from .harness import stopped_if_left

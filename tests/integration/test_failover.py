@@ -34,7 +34,7 @@ from videocopies.domain.shared import LotId, OrderId, UserId
 from videocopies.embedded.postgres import LocalPostgres
 from videocopies.embedded.standby import LocalStandby, failover_url
 from videocopies.roles.containers import PostgresService
-from videocopies.roles.launch import CoreProcess, issue_token
+from videocopies.runtime.launch import CoreProcess, issue_token
 from videocopies.settings import Settings
 
 from .harness import fetch_all

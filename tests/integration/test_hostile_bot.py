@@ -23,7 +23,7 @@ from soak_books import files_left  # noqa: E402
 from soak_stack import SoakPlan, stack  # noqa: E402
 from soak_stack import fetch as _fetch  # noqa: E402
 
-from videocopies.roles.launch import issue_token  # noqa: E402
+from videocopies.runtime.launch import issue_token  # noqa: E402
 
 pytestmark = pytest.mark.slow
 CLOUD_DOWNLOAD_LIMIT = 20 * 1024 * 1024

@@ -17,7 +17,7 @@ from videocopies.domain.shared import UserId
 from videocopies.embedded.pgbouncer import LocalPgBouncer
 from videocopies.embedded.postgres import LocalPostgres, statements_run
 from videocopies.roles.containers import PostgresService
-from videocopies.roles.launch import CoreProcess, issue_token_async
+from videocopies.runtime.launch import CoreProcess, issue_token_async
 from videocopies.settings import Settings
 
 SECRET = "load-secret" * 3

@@ -21,7 +21,7 @@ import pytest
 
 from videocopies import cli
 from videocopies.embedded.postgres import LocalPostgres
-from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process
+from videocopies.runtime.launch import CoreProcess, edge_process, issue_token, stop_process
 from videocopies.testing.telegram_simulator import BotApiSimulator
 
 from .harness import fetch_all, fetch_one, stopped_if_left, wait_for

@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 
 from videocopies.embedded.postgres import LocalPostgres
-from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process
+from videocopies.runtime.launch import CoreProcess, edge_process, issue_token, stop_process
 from videocopies.testing.telegram_simulator import BotApiSimulator
 
 from .harness import stopped_if_left

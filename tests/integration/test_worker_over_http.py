@@ -24,7 +24,7 @@ from videocopies.domain.shared import UserId
 from videocopies.embedded.postgres import LocalPostgres
 from videocopies.embedded.seaweedfs import LocalSeaweed
 from videocopies.roles.containers import PostgresService
-from videocopies.roles.launch import CoreProcess, issue_token, worker_process
+from videocopies.runtime.launch import CoreProcess, issue_token, worker_process
 from videocopies.settings import Settings
 
 from .harness import fetch_all, wait_for

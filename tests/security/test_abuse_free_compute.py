@@ -27,7 +27,7 @@ from integration.harness import stopped_if_left
 from videocopies.adapters.ffmpeg.binary import ffmpeg_binary
 from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.embedded.postgres import LocalPostgres
-from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process, worker_process
+from videocopies.runtime.launch import CoreProcess, edge_process, issue_token, stop_process, worker_process
 from videocopies.testing.telegram_simulator import BotApiSimulator, SimulatedUser
 
 SECRET = "limits-secret" * 3

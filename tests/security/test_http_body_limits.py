@@ -14,7 +14,7 @@ import socket
 from collections.abc import Iterator
 
 from videocopies.embedded.postgres import LocalPostgres
-from videocopies.roles.launch import CoreProcess, issue_token
+from videocopies.runtime.launch import CoreProcess, issue_token
 
 KIB, MIB, GIB = 1024, 1024 * 1024, 1024 * 1024 * 1024
 BODY = 2 * GIB

@@ -11,7 +11,7 @@ from videocopies.application import use_cases as uc
 from videocopies.domain.shared import UserId
 from videocopies.embedded.postgres import LocalPostgres
 from videocopies.roles.containers import PostgresService
-from videocopies.roles.launch import CoreProcess, issue_token
+from videocopies.runtime.launch import CoreProcess, issue_token
 from videocopies.settings import Settings
 
 

@@ -13,7 +13,7 @@ import httpx
 import psycopg
 
 from videocopies.embedded.postgres import LocalPostgres
-from videocopies.roles.launch import CoreProcess, issue_token, issue_token_async
+from videocopies.runtime.launch import CoreProcess, issue_token, issue_token_async
 
 REQUESTS = 10_000
 CONNECTIONS = 16

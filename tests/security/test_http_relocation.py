@@ -14,7 +14,7 @@ import pytest
 
 from videocopies.adapters.http.client import CoreClient, CoreUnreachable
 from videocopies.embedded.postgres import LocalPostgres, free_port
-from videocopies.roles.launch import CoreProcess, issue_token
+from videocopies.runtime.launch import CoreProcess, issue_token
 
 ELSEWHERE = "http://core.invalid:8700"
 

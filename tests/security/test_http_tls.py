@@ -22,7 +22,7 @@ from videocopies.adapters.http.client import HttpJobLeases, WrongNode, identify
 from videocopies.adapters.http.wire import JsonWire, WireError
 from videocopies.domain.shared import WorkerId
 from videocopies.embedded.postgres import LocalPostgres, free_port
-from videocopies.roles.launch import issue_token, stop_process
+from videocopies.runtime.launch import issue_token, stop_process
 
 
 def self_signed(directory: Path, name: str) -> tuple[str, str]:

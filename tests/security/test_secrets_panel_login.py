@@ -17,7 +17,7 @@ import pytest
 
 from integration.harness import wait_answering
 from videocopies.embedded.postgres import LocalPostgres, free_port
-from videocopies.roles.launch import stop_process
+from videocopies.runtime.launch import stop_process
 
 PASSWORD = "operator-secret-1"
 

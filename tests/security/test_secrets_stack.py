@@ -21,7 +21,7 @@ import pytest
 from integration.harness import stopped_if_left, wait_answering
 from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.embedded.postgres import LocalPostgres, free_port
-from videocopies.roles.launch import CoreProcess, edge_process, issue_token, stop_process, worker_process
+from videocopies.runtime.launch import CoreProcess, edge_process, issue_token, stop_process, worker_process
 from videocopies.testing.telegram_simulator import BotApiSimulator, SimulatedUser
 
 QUOTE_SECRET = secrets.token_urlsafe(32)

@@ -7,7 +7,7 @@ import sys
 import time
 
 from videocopies.roles.all_in_one import Keeper
-from videocopies.roles.launch import RoleProcess
+from videocopies.runtime.launch import RoleProcess
 
 
 def _sleeper() -> subprocess.Popen[bytes]:

@@ -32,7 +32,7 @@ from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.system import SystemClock
 from videocopies.application.nodes import IssueNodeToken, RevokeNode
 from videocopies.embedded.postgres import LocalPostgres, free_port, running_as_root
-from videocopies.roles.launch import CoreProcess, RoleProcess, edge_process, worker_process
+from videocopies.runtime.launch import CoreProcess, RoleProcess, edge_process, worker_process
 from videocopies.testing.telegram_simulator import BotApiSimulator
 
 WORKERS = 2

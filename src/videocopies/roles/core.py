@@ -54,9 +54,9 @@ from videocopies.application.nodes import NodeAuthenticator
 from videocopies.application.objects import ListedStore, ObjectLifecycle
 from videocopies.application.ports import ObjectStore
 from videocopies.application.retention import PruneTables, keep_pruning
-from videocopies.roles import heap
 from videocopies.roles.containers import PostgresService
 from videocopies.roles.object_lifecycle import duty_ttl, keep_sweeping
+from videocopies.runtime import heap
 from videocopies.settings import Settings
 from videocopies.telegram_limits import MediaLimits
 

@@ -58,7 +58,7 @@ from videocopies.adapters.telegram.edge import (
     WebhookReceiver,
     supervised,
 )
-from videocopies.roles import heap
+from videocopies.runtime import heap
 from videocopies.telegram_limits import MediaLimits
 
 log = logging.getLogger("videocopies.edge")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from videocopies.roles import heap
+from videocopies.runtime import heap
 from videocopies.testing.telegram_simulator.server import BotApiSimulator
 from videocopies.testing.telegram_simulator.settings import LAX
 
