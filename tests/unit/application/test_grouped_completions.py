@@ -109,6 +109,23 @@ async def test_a_failed_batch_fails_each_of_its_waiters_and_the_next_still_goes(
     ]
 
 
+async def test_a_cancelled_batch_is_a_cancellation_to_each_of_its_waiters() -> None:
+    committer = Committer()
+
+    async def together(commands: Sequence[CompleteJobCommand]) -> list[Outcome]:
+        await asyncio.sleep(0.01)
+        raise asyncio.CancelledError
+
+    grouped = Grouped(committer.alone, together, lanes=1)
+    lone = asyncio.ensure_future(grouped(cmd(0)))
+    await asyncio.sleep(0)
+    waiters = [asyncio.ensure_future(grouped(cmd(n))) for n in (1, 2)]
+    assert await lone == {"job_id": "j0", "state": "done"}
+    for waiter in waiters:
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+
+
 async def test_a_waiter_that_gave_up_is_left_out_of_its_batch() -> None:
     committer = Committer()
     grouped = Grouped(committer.alone, committer.together, lanes=1)

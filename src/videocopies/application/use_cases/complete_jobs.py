@@ -178,7 +178,7 @@ class Grouped:
         commands = [cmd for cmd, _ in group]
         try:
             if len(commands) == 1:
-                outcomes: list[Outcome] = [await _outcome(self._alone(commands[0]))]
+                outcomes: Sequence[Outcome | BaseException] = [await _outcome(self._alone(commands[0]))]
             else:
                 self.batches += 1
                 outcomes = await self._together(commands)
@@ -189,7 +189,7 @@ class Grouped:
         for (_, answer), outcome in zip(group, outcomes, strict=True):
             if answer.done():
                 continue
-            if isinstance(outcome, Exception):
+            if isinstance(outcome, BaseException):
                 answer.set_exception(outcome)
             else:
                 answer.set_result(outcome)
