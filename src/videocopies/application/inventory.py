@@ -54,11 +54,15 @@ def valid_roles(roles: Iterable[str]) -> tuple[str, ...]:
     return tuple(role for role in SERVER_ROLES if role in chosen)
 
 
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())[:200]
+
+
 @attrs.frozen
 class Server:
     host: str = attrs.field(converter=valid_host)
     roles: tuple[str, ...] = attrs.field(converter=valid_roles)
-    note: str = attrs.field(default="", converter=lambda text: " ".join(str(text).split())[:200])
+    note: str = attrs.field(default="", converter=_one_line)
     added_at: datetime | None = None
 
 

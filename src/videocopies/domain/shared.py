@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import NewType
+from typing import TYPE_CHECKING, NewType
 
 import attrs
+
+if TYPE_CHECKING:
+    from attrs import AttrsInstance
 
 UserId = NewType("UserId", int)
 OrderId = NewType("OrderId", str)
@@ -23,7 +25,7 @@ class DomainError(Exception):
         return describe(self)
 
 
-def describe(error: Exception) -> str:
+def describe(error: AttrsInstance) -> str:
     """An attrs exception as `Name(field=value, ...)`: the facts, for logs and messages."""
     fields = ", ".join(f"{a.name}={getattr(error, a.name)!r}" for a in attrs.fields(type(error)))
     return f"{type(error).__name__}({fields})"
@@ -32,10 +34,3 @@ def describe(error: Exception) -> str:
 @attrs.frozen
 class DomainEvent:
     """Something that happened; aggregates append events and use cases publish them."""
-
-
-def ensure_aware(moment: datetime) -> datetime:
-    """Every instant in the domain is timezone-aware, so comparisons never mix clocks."""
-    if moment.tzinfo is None:
-        raise ValueError(f"naive datetime {moment!r}: pass a timezone-aware instant")
-    return moment

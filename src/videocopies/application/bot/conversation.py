@@ -401,7 +401,8 @@ def account_view(account: CoinAccount | None, now: datetime) -> dict[str, Any]:
 
 class _Replies:
     def __init__(self, event: InboxEvent) -> None:
-        self._event, self.messages = event, []  # type: list[OutboxMessage]
+        self._event = event
+        self.messages: list[OutboxMessage] = []
         self._count = 0
 
     def screen(self, screen: str, /, **values: Any) -> None:

@@ -94,7 +94,8 @@ class ExpireCoins:
 
     async def __call__(self) -> int:
         now = self._clock.now()
-        total, busy = 0, set()
+        total = 0
+        busy: set[UserId] = set()
         while True:
             async with self._uow() as uow:
                 due = [a.account_id for a in await uow.accounts.with_lots_expiring(now, self._batch + len(busy))]

@@ -6,8 +6,8 @@ import hashlib
 import itertools
 import operator
 import random
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, cast
 
 import attrs
 
@@ -46,7 +46,7 @@ def _rounded(value: Any) -> Any:
 
 
 def _within(lo: float, hi: float) -> Any:
-    def check(_plan: Any, attribute: attrs.Attribute, value: Any) -> None:
+    def check(_plan: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if not isinstance(value, float):
             raise InvalidEffectsPlan(f"{attribute.name} must be a number, got {value!r}")
         if not lo <= value <= hi:
@@ -56,7 +56,7 @@ def _within(lo: float, hi: float) -> Any:
 
 
 def _whole(lo: int | None = None, hi: int | None = None) -> Any:
-    def check(_plan: Any, attribute: attrs.Attribute, value: Any) -> None:
+    def check(_plan: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidEffectsPlan(f"{attribute.name} must be a whole number, got {value!r}")
         if (lo is not None and value < lo) or (hi is not None and value > hi):
@@ -65,12 +65,12 @@ def _whole(lo: int | None = None, hi: int | None = None) -> Any:
     return check
 
 
-def _flag(_plan: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _flag(_plan: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, bool):
         raise InvalidEffectsPlan(f"{attribute.name} must be true or false, got {value!r}")
 
 
-def _follows_speed(plan: EffectsPlan, _attribute: attrs.Attribute, value: Any) -> None:
+def _follows_speed(plan: EffectsPlan, _attribute: attrs.Attribute[Any], value: Any) -> None:
     if value != plan.speed:
         raise InvalidEffectsPlan(f"audio_tempo={value!r} must equal speed={plan.speed!r}")
 
@@ -184,7 +184,10 @@ _PICTURE_DRAWS = tuple(
 _PITCH_SPAN = PITCH[1] - PITCH[0]
 _NAMED = {field.name: field for field in attrs.fields(EffectsPlan)}
 # What derive is given (its draws need no checking): seed, copy_index, attempt, retry.
-_GIVEN = tuple((_NAMED[name].validator, _NAMED[name]) for name in ("seed", "copy_index", "attempt", "retry"))
+_Check = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+_GIVEN = tuple(
+    (cast(_Check, _NAMED[name].validator), _NAMED[name]) for name in ("seed", "copy_index", "attempt", "retry")
+)
 
 # Audio tempo follows speed, and CRF and metadata change only the file, so they are not measured.
 _MEASURED = (
@@ -215,7 +218,8 @@ def _position(plan: EffectsPlan) -> tuple[float, ...]:
 
 
 def _apart(a: tuple[float, ...], b: tuple[float, ...]) -> float:
-    return sum(map(abs, map(operator.sub, a, b))) / len(_MEASURED)
+    spread: float = sum(map(abs, map(operator.sub, a, b)))
+    return spread / len(_MEASURED)
 
 
 def plan_copies(seed: int, copies: int) -> tuple[EffectsPlan, ...]:

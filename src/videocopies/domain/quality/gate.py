@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import attrs
 
@@ -35,15 +36,16 @@ class CopyQuality:
 
     @classmethod
     def from_dict(cls, data: dict[str, float | int | None]) -> CopyQuality:
-        return cls(**{field.name: data.get(field.name) for field in attrs.fields(cls) if field.name in data})
+        given: dict[str, Any] = {field.name: data.get(field.name) for field in attrs.fields(cls) if field.name in data}
+        return cls(**given)
 
 
-def _unit(_obj: object, attribute: attrs.Attribute, value: float) -> None:
+def _unit(_obj: object, attribute: attrs.Attribute[float], value: float) -> None:
     if not 0.0 <= value <= 1.0:
         raise ValueError(f"{attribute.name} must be within 0..1, got {value!r}")
 
 
-def _bits(_obj: object, attribute: attrs.Attribute, value: float) -> None:
+def _bits(_obj: object, attribute: attrs.Attribute[float], value: float) -> None:
     if not 0.0 <= value <= 64.0:
         raise ValueError(f"{attribute.name} must be within 0..64 bits, got {value!r}")
 
