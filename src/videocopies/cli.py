@@ -161,15 +161,19 @@ def main(argv: list[str] | None = None) -> int:
     for chatty in ("alembic", "httpx", "aiogram.event", "aiohttp.access"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
     if args.command == "demo":
-        from videocopies.roles.demo import main as demo
+        from videocopies.demo.walk import main as demo
 
         return demo()
     if args.command == "db":
         return _db(args)
+    if args.command == "all-in-one" and args.demo:
+        from videocopies.demo.bot_story import run_bot_story
+
+        return run_bot_story(data=args.data)
     if args.command == "all-in-one":
         from videocopies.roles.all_in_one import main as all_in_one
 
-        return all_in_one(args.data, args.demo)
+        return all_in_one(args.data)
     if args.command == "backup":
         return _backup(args)
     if args.command == "copies":

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from videocopies.roles.demo_bot import run_bot_story
+from videocopies.demo.bot_story import run_bot_story
 
 
 @pytest.fixture(scope="module")

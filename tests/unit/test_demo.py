@@ -2,7 +2,7 @@
 
 import io
 
-from videocopies.roles.demo import Demo
+from videocopies.demo.walk import Demo
 
 
 async def test_the_demo_ends_on_the_seed_figures():

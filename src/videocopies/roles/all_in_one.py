@@ -240,20 +240,16 @@ def _stop(roles: list[RoleProcess], say: Callable[[str], None]) -> None:
     say("edge, the workers and control stopped on SIGTERM with exit code 0 (core next)")
 
 
-def main(data: Path, demo: bool) -> int:
+def main(data: Path) -> int:
     try:
-        return _main(data, demo)
+        return _main(data)
     except RoleFailed as failed:
         print(f"videocopies all-in-one: {failed}", file=sys.stderr)
         return 2
 
 
-def _main(data: Path, demo: bool) -> int:
+def _main(data: Path) -> int:
     env = dict(os.environ)
-    if demo:
-        from videocopies.roles.demo_bot import run_bot_story
-
-        return run_bot_story(data=data)
     stopping = asyncio.Event()
     with running(data, env) as stack:
         print("all roles running; Ctrl-C stops them", flush=True)

@@ -138,7 +138,7 @@ def real_copies(out: Path) -> int:
 
 
 def bot_story() -> int:
-    from videocopies.roles.demo_bot import run_bot_story
+    from videocopies.demo.bot_story import run_bot_story
 
     print("\nNow through Telegram, as `videocopies all-in-one` runs it: PostgreSQL, core, edge and two workers,"
           " each its own process, and a user on the Bot API simulator.")
