@@ -27,6 +27,8 @@ test: setup
 
 lint: setup
 	$(UV) run --frozen ruff check src tests bench
+	$(UV) run --frozen mypy
+	$(UV) run --frozen lint-imports
 
 clean:
 	rm -rf .venv .tools .pytest_cache .hypothesis
