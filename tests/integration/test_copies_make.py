@@ -5,15 +5,28 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import av
 import pytest
 
 from media import make_clip
+
+
+@pytest.fixture(autouse=True)
+def private_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The command's own temp dir (reachable by the database server's user, which runs from there), so
+    what it leaves behind is told apart from another test's scratch dirs when tests run side by side."""
+    path = Path(tempfile.mkdtemp(prefix="videocopies-copies-test-"))
+    path.chmod(0o711)
+    monkeypatch.setenv("TMPDIR", str(path))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -24,7 +37,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _scratch_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("videocopies-make-*")}
+    return {p.name for p in Path(os.environ["TMPDIR"]).glob("videocopies-make-*")}
 
 
 def test_a_clip_becomes_verified_copies_and_a_report(tmp_path: Path) -> None:
