@@ -61,11 +61,26 @@ async def _random_ids(port: int) -> list[int]:
     return statuses
 
 
+def settled(url: str, quiet_s: float = 1.0, timeout_s: float = 30) -> int:
+    """The statement count once core's start-up duties (their leases and first sweeps, some 25
+    statements just after it answers) are done: unchanged for `quiet_s`. On a busy machine they
+    run late and would otherwise fall inside the measurement."""
+    deadline, last = time.monotonic() + timeout_s, statements(url)
+    while True:
+        time.sleep(quiet_s)
+        now = statements(url)
+        if now == last:
+            return now
+        assert time.monotonic() < deadline, f"core still running statements {timeout_s} s after it answered"
+        last = now
+
+
 def test_random_node_ids_cost_at_most_ten_queries(pg_server: LocalPostgres, database: str) -> None:
     url = pg_server.url(database)
     issue_token(url, "worker-1")
     with CoreProcess(url) as core:
-        before, before_all = statements(url, "nodes"), statements(url)
+        before_all = settled(url)
+        before = statements(url, "nodes")
         started = time.monotonic()
         statuses = asyncio.run(_random_ids(core.port))
         took = time.monotonic() - started
