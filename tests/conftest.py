@@ -1,13 +1,17 @@
 """Fixtures shared by every test that needs real servers; each server starts only when a
-test asks for it, once per session, and stops at the end."""
+test asks for it, once per session (once per xdist worker), and stops at the end."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import itertools
+import os
 import queue
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +21,41 @@ from videocopies.embedded.postgres import LocalPostgres
 from videocopies.embedded.seaweedfs import LocalSeaweed
 
 TEMPLATE = "videocopies_template"
+
+
+class SideBySide:
+    """Tests that `make test` runs on several xdist workers take a shared lock, and a test marked
+    `alone` an exclusive one, so nothing runs beside it (the soak's fault timings and what it can
+    acknowledge are measured on an otherwise idle machine, as in a serial run). A test waiting to
+    run alone holds the gate, so the other workers' next tests queue behind it instead of starving it."""
+
+    def __init__(self, folder: Path) -> None:
+        self._gate, self._room = folder / "side-by-side.gate", folder / "side-by-side.room"
+
+    @contextlib.contextmanager
+    def enter(self, alone: bool) -> Iterator[None]:
+        with self._gate.open("a") as gate, self._room.open("a") as room:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+            finally:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+            try:
+                yield
+            finally:
+                fcntl.flock(room, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    """Under xdist, a test marked `alone` waits for the other workers' tests and they wait for it;
+    the lock covers the whole of a test's setup, call and teardown (servers started for it included)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return (yield)
+    # xdist gives each worker a base temp dir inside the run's own one, which its workers share.
+    lanes = SideBySide(Path(item.config.option.basetemp).parent)
+    with lanes.enter(alone=item.get_closest_marker("alone") is not None):
+        return (yield)
 
 
 class DatabaseClones:

@@ -18,6 +18,7 @@ from soak import FAULTS, MUST_BE_ZERO, SoakPlan, soak  # noqa: E402
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # its faults' timings and acknowledgements as in a serial run, on an otherwise idle machine
 def test_a_short_durable_soak_under_every_fault_keeps_the_books_and_what_it_acknowledged(tmp_path: Path) -> None:
     plan = SoakPlan(orders=12, users=4, workers=2, seed=7, fault_every_s=1.5, in_flight=6, settle_timeout_s=240,
                     payments=3, faults=(*FAULTS, "postgres_killed"))
