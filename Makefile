@@ -5,6 +5,9 @@ export UV_PROJECT_ENVIRONMENT := .venv
 
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 PYTEST_ARGS ?=
+# Two xdist workers, each with its own servers: most of the suite waits on subprocesses and servers.
+# `make test PYTEST_PARALLEL=` runs it in one process.
+PYTEST_PARALLEL ?= -n 2 --dist worksteal
 
 .PHONY: setup demo test lint clean
 
@@ -23,7 +26,7 @@ demo: setup
 	$(UV) run --frozen videocopies demo
 
 test: setup
-	$(UV) run --frozen pytest $(PYTEST_ARGS)
+	$(UV) run --frozen pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 lint: setup
 	$(UV) run --frozen ruff check src tests bench
