@@ -46,6 +46,7 @@ FIELDS = ("value", "target", "op", "noise", "command", "commit", "date", "durabl
 # Benchmarks in bench/ that all.py does not run, and why; every other one has headlines.
 NOT_RUN = {
     "explain_queries": "writes docs/queries.md (plans, not figures)",
+    "http_client_cpu": "our HTTP client against aiohttp, the evidence of docs/decisions/0005; no target",
     "quality_calibration": "chooses the quality gate's thresholds (docs/quality.md); no figure to hold",
     "synchronous_commit": "what a synchronous standby costs a commit (docs/operations.md); no target",
 }
