@@ -2,10 +2,12 @@
 tree and listening on loopback: PostgreSQL (`postgres`) and a streaming standby of it
 (`standby`), PgBouncer (`pgbouncer`), SeaweedFS with an S3 identity (`seaweedfs`).
 
-They implement no port, so they are not adapters; and they are not `videocopies.testing`
-either, because shipped commands start them: `videocopies all-in-one` keeps its database in
-an embedded PostgreSQL, `videocopies copies make` runs the whole path on one, and
-`videocopies backup verify` restores an archive into a scratch one, never the working
-database. Tests and benchmarks use the same servers. The package imports nothing of
-videocopies, so any layer may start one.
+They implement no port, so they are not adapters. Nor are they `videocopies.testing`,
+because shipped commands start the PostgreSQL one: `videocopies all-in-one` keeps its
+database in it, `videocopies copies make` runs the whole path on one, and `videocopies
+backup verify` restores an archive into a scratch one, never the working database. The
+standby, PgBouncer and SeaweedFS are started by tests and benchmarks only; they live here
+because they are the same kind of thing, built on the same helpers (a private directory, a
+free port, the service user). The package imports nothing of videocopies, so any layer may
+start one.
 """

@@ -1,4 +1,4 @@
-"""A private PgBouncer on loopback in front of a PostgreSQL server, for tests, benchmarks and the all-in-one role."""
+"""A private PgBouncer on loopback in front of a PostgreSQL server, for tests and benchmarks."""
 
 from __future__ import annotations
 

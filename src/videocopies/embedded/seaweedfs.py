@@ -1,4 +1,4 @@
-"""A private SeaweedFS (`weed mini`) on loopback with a real S3 identity, for tests and the all-in-one role."""
+"""A private SeaweedFS (`weed mini`) on loopback with a real S3 identity, for tests and benchmarks."""
 
 from __future__ import annotations
 
