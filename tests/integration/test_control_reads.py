@@ -91,11 +91,12 @@ async def test_a_write_through_the_control_connection_fails(database_url: str) -
 
 async def test_time_window_reads_walk_an_index(seeded: tuple[str, Seeded]) -> None:
     """With sequential scans priced out, the planner still finds a way: an index exists."""
-    from videocopies.adapters.postgres import control_views as views
+    from videocopies.adapters.postgres.queries import sql
 
     queries = {
-        "copies": views._COPIES_PER_MINUTE, "latency": views._LATENCY_PER_MINUTE,
-        "recent orders": views._RECENT_ORDERS, "in progress": views._IN_PROGRESS, "leases": views._LEASES,
+        "copies": sql("control_copies_per_minute"), "latency": sql("control_latency_per_minute"),
+        "recent orders": sql("control_recent_orders"), "in progress": sql("control_orders_in_progress"),
+        "leases": sql("control_leases"),
     }
     params = {"since": SystemClock().now() - PLOT_WINDOW, "limit": 10, "user_id": 1}
     with psycopg.connect(seeded[0]) as conn:

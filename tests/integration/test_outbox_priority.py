@@ -11,8 +11,9 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from videocopies.adapters.postgres.outbox import _CLAIM, PostgresOutboxQueue
+from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
 from videocopies.adapters.postgres.pool import make_pool
+from videocopies.adapters.postgres.queries import sql
 from videocopies.application.ports import OutboxMessage
 from videocopies.domain.shared import UserId
 from videocopies.embedded.postgres import LocalPostgres
@@ -113,8 +114,9 @@ async def test_a_claim_walks_indexes_on_ten_thousand_unsent_rows(
         conn.execute("ANALYZE bot_users")
         params = {"now": now(), "until": now() + timedelta(seconds=60), "limit": 200, "per_user": 3}
         with conn.transaction():
-            plan = "\n".join(row[0] for row in conn.execute("EXPLAIN (ANALYZE) " + _CLAIM, params).fetchall())
-            claimed = conn.execute(_CLAIM, params).fetchall()
+            explained = conn.execute("EXPLAIN (ANALYZE) " + sql("claim_outbox"), params).fetchall()
+            plan = "\n".join(row[0] for row in explained)
+            claimed = conn.execute(sql("claim_outbox"), params).fetchall()
             raise psycopg.Rollback()
     assert len(claimed) == 200
     assert "Seq Scan on outbox" not in plan, plan

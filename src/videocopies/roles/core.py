@@ -39,7 +39,7 @@ from videocopies.adapters.http.edge_api import EdgeApiServices, OutboxNews
 from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.duties import PostgresDutyLeases
-from videocopies.adapters.postgres.figures import read_figures
+from videocopies.adapters.postgres.figures import active_leases, read_figures
 from videocopies.adapters.postgres.nodes import CHANNEL as NODES_CHANNEL
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.objects import PostgresObjectRows
@@ -310,10 +310,7 @@ class Core:
         return news
 
     async def info(self) -> dict[str, Any]:
-        async with self.pool.connection() as conn:
-            cur = await conn.execute("SELECT count(*) FROM jobs WHERE state = 'leased' AND lease_until > now()")
-            (leases,) = await cur.fetchone()  # type: ignore[misc]
-            await conn.commit()
+        leases = await active_leases(self.pool)
         return {
             "schema_revision": self.schema.revision if self.schema else None,
             "code_level": migrate.CODE_LEVEL,

@@ -26,20 +26,8 @@ from pathlib import Path
 import httpx
 import psycopg
 
+from videocopies.adapters.postgres.queries import sql
 from videocopies.embedded.postgres import free_port
-
-_LEASED = """
-SELECT job_id, owner_token, lease_until FROM jobs WHERE state = 'leased' AND lease_until > now()
-"""
-# Each lease active at the switch: renewed since (same owner, later expiry), closed or given
-# back by its worker, or still waiting for its holder to ask the new core.
-_SINCE_SWITCH = """
-SELECT count(*) FILTER (WHERE j.state = 'leased' AND j.owner_token = s.token AND j.lease_until > s.until),
-       count(*) FILTER (WHERE j.state <> 'leased' OR j.owner_token IS DISTINCT FROM s.token),
-       count(*) FILTER (WHERE j.state = 'leased' AND j.owner_token = s.token AND j.lease_until = s.until)
-  FROM jobs j JOIN unnest(%s::text[], %s::text[], %s::timestamptz[]) AS s(job_id, token, until)
-    ON j.job_id = s.job_id
-"""
 
 
 class DeployRefused(Exception):
@@ -105,13 +93,14 @@ def deploy_core(
         if moved.status_code != 200:
             new.terminate()
             raise DeployRefused(f"the old core refused the switch ({moved.status_code}): {moved.text[:300]}")
-        leases = conn.execute(_LEASED).fetchall()
+        leases = conn.execute(sql("leases_at_switch")).fetchall()
         tell(f"nodes now go to {new_url}; waiting for {len(leases)} active leases to be renewed there")
         columns = [[row[i] for row in leases] for i in range(3)]
         deadline = time.monotonic() + lease_ttl.total_seconds() + 5  # a lease not renewed by then ran out
         renewed = closed = waiting = 0
         while time.monotonic() < deadline:
-            renewed, closed, waiting = conn.execute(_SINCE_SWITCH, columns).fetchone() if leases else (0, 0, 0)
+            since = conn.execute(sql("leases_since_switch"), columns).fetchone() if leases else None
+            renewed, closed, waiting = since or (0, 0, 0)
             if not waiting:
                 break
             time.sleep(0.2)

@@ -9,9 +9,8 @@ import attrs
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from videocopies.adapters.postgres.queries import sql
 from videocopies.domain.duties import DutyLease
-
-_COLUMNS = "duty, holder, token, acquired_at, lease_until, term"
 
 
 class PostgresDutyLeases:
@@ -22,24 +21,16 @@ class PostgresDutyLeases:
         while True:
             async with self._pool.connection() as conn, conn.transaction():
                 cur = conn.cursor(row_factory=dict_row)
-                await cur.execute(f"SELECT {_COLUMNS} FROM duty_leases WHERE duty = %s FOR UPDATE", [duty])
+                await cur.execute(sql("lock_duty"), [duty])
                 row = await cur.fetchone()
                 current = DutyLease(**row) if row else None
                 wanted = decide(current)
                 if wanted is None:
                     return current
                 if current is not None:
-                    await cur.execute(
-                        "UPDATE duty_leases SET holder = %(holder)s, token = %(token)s, acquired_at = %(acquired_at)s,"
-                        " lease_until = %(lease_until)s, term = %(term)s WHERE duty = %(duty)s",
-                        attrs.asdict(wanted),
-                    )
+                    await cur.execute(sql("update_duty"), attrs.asdict(wanted))
                     return wanted
-                await cur.execute(
-                    f"INSERT INTO duty_leases ({_COLUMNS}) VALUES (%(duty)s, %(holder)s, %(token)s, %(acquired_at)s,"
-                    " %(lease_until)s, %(term)s) ON CONFLICT (duty) DO NOTHING",
-                    attrs.asdict(wanted),
-                )
+                await cur.execute(sql("insert_duty"), attrs.asdict(wanted))
                 if cur.rowcount == 1:
                     return wanted
             # Another node made the first row meanwhile: decide again on that one.

@@ -11,20 +11,7 @@ import attrs
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-_FIGURES = """
-SELECT (SELECT count(*) FROM jobs WHERE state = 'queued') AS queued,
-       (SELECT count(*) FROM jobs WHERE state = 'leased' AND lease_until > now()) AS leased,
-       (SELECT count(*) FROM jobs WHERE state = 'leased' AND lease_until <= now()) AS lapsed,
-       (SELECT count(*) FROM inbox WHERE processed_at IS NULL) AS inbox_pending,
-       (SELECT coalesce(extract(epoch FROM now() - min(received_at)), 0)
-          FROM inbox WHERE processed_at IS NULL) AS inbox_lag_s,
-       (SELECT count(*) FROM outbox WHERE sent_at IS NULL) AS outbox_pending,
-       (SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)
-          FROM outbox WHERE sent_at IS NULL) AS outbox_lag_s,
-       (SELECT count(*) FROM refused_writes) AS refused_writes,
-       (SELECT count(*) FROM payments) AS payments,
-       (SELECT coalesce(sum(coins), 0) FROM payments) AS payment_coins
-"""
+from videocopies.adapters.postgres.queries import sql
 
 
 @attrs.frozen
@@ -44,8 +31,18 @@ class QueueFigures:
 async def read_figures(pool: AsyncConnectionPool) -> QueueFigures:
     async with pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
-        await cur.execute(_FIGURES)
+        await cur.execute(sql("queue_figures"))
         row = await cur.fetchone()
         await conn.commit()
     assert row is not None
     return QueueFigures(**{k: float(v) if k.endswith("_s") else int(v) for k, v in row.items()})
+
+
+async def active_leases(pool: AsyncConnectionPool) -> int:
+    """Leases held now (blue/green waits for them to move)."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(sql("count_active_leases"))
+        row = await cur.fetchone()
+        await conn.commit()
+    assert row is not None
+    return int(row[0])

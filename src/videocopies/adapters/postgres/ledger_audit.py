@@ -9,92 +9,25 @@ from __future__ import annotations
 import attrs
 import psycopg
 
-# (name, the rule in the domain's words, a query returning the rows that break it)
-CHECKS: tuple[tuple[str, str, str], ...] = (
-    (
-        "lots_add_up",
-        "every coin of a lot is in exactly one place: available, held, debited or expired",
-        """
-        SELECT l.lot_id, l.amount, l.available, coalesce(h.held, 0) AS held, l.debited, l.expired
-        FROM coin_lots l
-        LEFT JOIN (SELECT lot_id, sum(held) AS held FROM coin_holds GROUP BY lot_id) h USING (lot_id)
-        WHERE l.amount <> l.available + coalesce(h.held, 0) + l.debited + l.expired
-           OR least(l.available, l.debited, l.expired) < 0
-        """,
-    ),
+from videocopies.adapters.postgres.queries import sql
+
+# (name, the rule in the domain's words); audit_<name> in sql/audit.sql returns the rows that
+# break it
+CHECKS: tuple[tuple[str, str], ...] = (
+    ("lots_add_up", "every coin of a lot is in exactly one place: available, held, debited or expired"),
     (
         "reservations_add_up",
         "a reservation holds its amount less what was debited and released, and a closed one holds nothing",
-        """
-        SELECT r.order_id, r.amount, r.debited, r.released, r.open, coalesce(h.held, 0) AS held
-        FROM coin_reservations r
-        LEFT JOIN (SELECT order_id, sum(held) AS held, min(held) AS least FROM coin_holds GROUP BY order_id) h
-          USING (order_id)
-        WHERE r.amount - r.debited - r.released <> coalesce(h.held, 0)
-           OR least(r.debited, r.released, coalesce(h.least, 0)) < 0
-           OR (NOT r.open AND coalesce(h.held, 0) <> 0)
-        """,
     ),
-    (
-        "holds_on_own_lots",
-        "a reservation holds coins only from its own user's lots",
-        """
-        SELECT h.order_id, h.lot_id, r.user_id AS reserved_for, l.user_id AS lot_of
-        FROM coin_holds h JOIN coin_reservations r USING (order_id) JOIN coin_lots l USING (lot_id)
-        WHERE r.user_id <> l.user_id
-        """,
-    ),
-    (
-        "accounts_balance",
-        "for every account, granted = available + reserved + debited + expired",
-        """
-        SELECT l.user_id, l.granted, l.available, coalesce(r.reserved, 0) AS reserved, l.debited, l.expired
-        FROM (SELECT user_id, sum(amount) AS granted, sum(available) AS available, sum(debited) AS debited,
-                     sum(expired) AS expired
-              FROM coin_lots GROUP BY user_id) l
-        LEFT JOIN (SELECT user_id, sum(amount - debited - released) AS reserved
-                   FROM coin_reservations GROUP BY user_id) r USING (user_id)
-        WHERE l.granted <> l.available + coalesce(r.reserved, 0) + l.debited + l.expired
-        """,
-    ),
+    ("holds_on_own_lots", "a reservation holds coins only from its own user's lots"),
+    ("accounts_balance", "for every account, granted = available + reserved + debited + expired"),
     (
         "orders_reserved",
         "every confirmed order reserved its total from its own user, and only confirmed orders reserve",
-        """
-        SELECT o.order_id, r.order_id AS reservation, o.state, o.total, r.amount, o.user_id, r.user_id AS reserved_for
-        FROM orders o FULL JOIN coin_reservations r USING (order_id)
-        WHERE (o.state IS DISTINCT FROM 'quoted' OR r.order_id IS NOT NULL)
-          AND (o.order_id IS NULL OR r.order_id IS NULL OR o.state = 'quoted'
-               OR r.amount <> o.total OR r.user_id <> o.user_id)
-        """,
     ),
-    (
-        "debits_per_copy",
-        "a reservation is debited the order's price once per delivered copy",
-        """
-        SELECT r.order_id, r.debited, coalesce(d.copies, 0) AS debited_copies, o.price_per_copy
-        FROM coin_reservations r JOIN orders o USING (order_id)
-        LEFT JOIN (SELECT order_id, count(*) AS copies FROM coin_debits GROUP BY order_id) d USING (order_id)
-        WHERE r.debited <> coalesce(d.copies, 0) * o.price_per_copy
-        """,
-    ),
-    (
-        "orders_have_jobs",
-        "every confirmed order has its job",
-        """
-        SELECT o.order_id, o.state FROM orders o LEFT JOIN jobs j USING (order_id)
-        WHERE o.state <> 'quoted' AND j.job_id IS NULL
-        """,
-    ),
-    (
-        "payments_credited",
-        "every payment is credited once, as a purchase lot of its coins for its user",
-        """
-        SELECT p.external_id, p.user_id, p.coins, l.lot_id, l.user_id AS lot_of, l.amount, l.kind
-        FROM payments p LEFT JOIN coin_lots l ON l.lot_id = 'pay:' || p.external_id
-        WHERE l.lot_id IS NULL OR l.user_id <> p.user_id OR l.amount <> p.coins OR l.kind <> 'purchase'
-        """,
-    ),
+    ("debits_per_copy", "a reservation is debited the order's price once per delivered copy"),
+    ("orders_have_jobs", "every confirmed order has its job"),
+    ("payments_credited", "every payment is credited once, as a purchase lot of its coins for its user"),
 )
 
 _EXAMPLES = 5
@@ -134,14 +67,10 @@ def audit_ledger(url: str) -> LedgerAudit:
         conn.read_only = True
         conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         with conn.transaction():
-            for name, rule, query in CHECKS:
-                rows = conn.execute(query).fetchall()
+            for name, rule in CHECKS:
+                rows = conn.execute(sql(f"audit_{name}")).fetchall()
                 if rows:
                     findings.append(Finding(name, rule, len(rows), tuple(tuple(r) for r in rows[:_EXAMPLES])))
-            counts = conn.execute(
-                "SELECT (SELECT count(*) FROM coin_accounts), (SELECT count(*) FROM coin_lots), "
-                "(SELECT count(*) FROM coin_reservations), (SELECT count(*) FROM orders WHERE state <> 'quoted'), "
-                "(SELECT coalesce(sum(amount), 0) FROM coin_lots)"
-            ).fetchone()
+            counts = conn.execute(sql("audit_counts")).fetchone()
     assert counts is not None
     return LedgerAudit(len(CHECKS), tuple(findings), *(int(c) for c in counts))

@@ -17,6 +17,7 @@ import psycopg
 from psycopg import sql
 
 import videocopies
+from videocopies.adapters.postgres import queries
 
 # The schema level this code was written for; each migration states the code levels it accepts.
 # 2: confirmations open with videocopies_load (0015); 3: bulk account and lot inserts (0016);
@@ -89,30 +90,24 @@ def record_revision(ctx: Any, step: Any, heads: Iterable[str], run_args: Any) ->
     conn = ctx.connection
     from sqlalchemy import text
 
-    if not conn.execute(text("SELECT to_regclass('schema_migrations') IS NOT NULL")).scalar():
+    if not conn.execute(text(queries.sql("has_schema_migrations"))).scalar():
         return
     now = datetime.now(UTC)
     if step.is_upgrade:
         script = step.up_revision
         conn.execute(
-            text(
-                "INSERT INTO schema_migrations (revision, checksum, applied_at) VALUES (:r, :c, :t) "
-                "ON CONFLICT (revision) DO UPDATE SET checksum = excluded.checksum, applied_at = excluded.applied_at"
-            ),
+            text(queries.sql("record_migration")),
             {"r": script.revision, "c": checksum(script.path), "t": now},
         )
         current = script
     else:
-        conn.execute(text("DELETE FROM schema_migrations WHERE revision = :r"), {"r": step.up_revision_id})
+        conn.execute(text(queries.sql("forget_migration")), {"r": step.up_revision_id})
         current = step.down_revisions[0] if step.down_revision_ids else None
     if current is None:
         return
     low, high = current.module.code_levels
     conn.execute(
-        text(
-            "INSERT INTO schema_compat (id, min_code_level, max_code_level, updated_at) VALUES (1, :lo, :hi, :t) "
-            "ON CONFLICT (id) DO UPDATE SET min_code_level = :lo, max_code_level = :hi, updated_at = :t"
-        ),
+        text(queries.sql("set_code_levels")),
         {"lo": low, "hi": high, "t": now},
     )
 
@@ -151,7 +146,7 @@ def _connect(url: str) -> psycopg.Connection:
 
 
 def _has_schema(conn: psycopg.Connection) -> bool:
-    return bool(conn.execute("SELECT to_regclass('schema_compat') IS NOT NULL").fetchone()[0])  # type: ignore[index]
+    return bool(conn.execute(queries.sql("has_schema")).fetchone()[0])  # type: ignore[index]
 
 
 def init(url: str, capacity: int = DEFAULT_CAPACITY) -> SchemaStatus:
@@ -165,7 +160,7 @@ def init(url: str, capacity: int = DEFAULT_CAPACITY) -> SchemaStatus:
             raise SchemaError(f"cannot connect to database {name!r}: {error}") from error
         maintenance = psycopg.conninfo.make_conninfo(url, dbname="postgres")
         with psycopg.connect(maintenance, autocommit=True, prepare_threshold=None) as admin:
-            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            admin.execute(sql.SQL(queries.sql("create_database")).format(sql.Identifier(name)))
         conn = psycopg.connect(url, autocommit=True, prepare_threshold=None)
     with conn:
         if _has_schema(conn):
@@ -179,11 +174,9 @@ def set_capacity(url: str, slots: int) -> int:
     """Provision `slots` capacity slots; free slots above it are removed, taken ones stay
     until their order closes. Returns how many slots exist now."""
     with _connect(url) as conn, conn.transaction():
-        conn.execute(
-            "INSERT INTO capacity_slots (slot_id) SELECT generate_series(1, %s) ON CONFLICT DO NOTHING", (slots,)
-        )
-        conn.execute("DELETE FROM capacity_slots WHERE slot_id > %s AND order_id IS NULL", (slots,))
-        return int(conn.execute("SELECT count(*) FROM capacity_slots").fetchone()[0])  # type: ignore[index]
+        conn.execute(queries.sql("add_capacity_slots"), (slots,))
+        conn.execute(queries.sql("remove_free_slots_above"), (slots,))
+        return int(conn.execute(queries.sql("count_capacity_slots")).fetchone()[0])  # type: ignore[index]
 
 
 def upgrade(url: str, target: str = "head") -> SchemaStatus:
@@ -210,20 +203,19 @@ def status(url: str) -> SchemaStatus:
     with _connect(url) as conn:
         if not _has_schema(conn):
             raise SchemaError(_empty_message(url))
-        row = conn.execute("SELECT min_code_level, max_code_level FROM schema_compat WHERE id = 1").fetchone()
+        row = conn.execute(queries.sql("code_levels")).fetchone()
         if row is None:
             raise SchemaError(_empty_message(url))
-        applied = conn.execute("SELECT revision, checksum FROM schema_migrations ORDER BY revision").fetchall()
-        version = conn.execute(
-            "SELECT version_num FROM alembic_version" if _has_table(conn, "alembic_version") else "SELECT NULL"
-        ).fetchone()
+        applied = conn.execute(queries.sql("applied_migrations")).fetchall()
+        stamped = _has_table(conn, "alembic_version")
+        version = conn.execute(queries.sql("alembic_revision")).fetchone() if stamped else None
     name = str(psycopg.conninfo.conninfo_to_dict(url).get("dbname", "?"))
     revision = version[0] if version else None
     return SchemaStatus(name, revision, row[0], row[1], CODE_LEVEL, tuple(r for r, _ in applied))
 
 
 def _has_table(conn: psycopg.Connection, table: str) -> bool:
-    return bool(conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0])  # type: ignore[index]
+    return bool(conn.execute(queries.sql("has_table"), (table,)).fetchone()[0])  # type: ignore[index]
 
 
 def check(url: str) -> SchemaStatus:
@@ -237,7 +229,7 @@ def check(url: str) -> SchemaStatus:
         )
     known = known_checksums()
     with _connect(url) as conn:
-        applied = dict(conn.execute("SELECT revision, checksum FROM schema_migrations").fetchall())
+        applied = dict(conn.execute(queries.sql("applied_migrations")).fetchall())
     changed = sorted(rev for rev, digest in applied.items() if rev in known and known[rev] != digest)
     if changed:
         raise SchemaError(

@@ -11,10 +11,10 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from videocopies.adapters.postgres.queries import sql
 from videocopies.application.nodes import Node, NodeExists
 
 CHANNEL = "videocopies_nodes"
-_COLUMNS = "node_id, name, role, scopes, secret_sha256, created_at, revoked_at"
 
 
 def _node(row: dict) -> Node:  # type: ignore[type-arg]
@@ -32,27 +32,25 @@ class PostgresNodeRegistry:
         try:
             async with self._pool.connection() as conn, conn.transaction():
                 await conn.execute(
-                    f"INSERT INTO nodes ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    sql("insert_node"),
                     [node.node_id, node.name, node.role, sorted(node.scopes), node.secret_sha256,
                      node.created_at, node.revoked_at],
                 )
-                await conn.execute("SELECT pg_notify(%s, 'added')", [CHANNEL])
+                await conn.execute(sql("announce_nodes"), [CHANNEL, "added"])
         except psycopg.errors.UniqueViolation as taken:
             raise NodeExists(node.name) from taken
 
     async def revoke(self, name: str, at: datetime) -> bool:
         async with self._pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(
-                "UPDATE nodes SET revoked_at = %s WHERE name = %s AND revoked_at IS NULL", [at, name]
-            )
+            cur = await conn.execute(sql("revoke_node"), [at, name])
             if cur.rowcount:
-                await conn.execute("SELECT pg_notify(%s, 'revoked')", [CHANNEL])
+                await conn.execute(sql("announce_nodes"), [CHANNEL, "revoked"])
             return bool(cur.rowcount)
 
     async def get(self, node_id: str) -> Node | None:
         async with self._pool.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(f"SELECT {_COLUMNS} FROM nodes WHERE node_id = %s", [node_id])
+            await cur.execute(sql("get_node"), [node_id])
             row = await cur.fetchone()
             await conn.commit()
         return _node(row) if row else None
@@ -60,7 +58,7 @@ class PostgresNodeRegistry:
     async def live(self) -> Sequence[Node]:
         async with self._pool.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(f"SELECT {_COLUMNS} FROM nodes WHERE revoked_at IS NULL")
+            await cur.execute(sql("live_nodes"))
             rows = await cur.fetchall()
             await conn.commit()
         return [_node(row) for row in rows]
@@ -69,7 +67,7 @@ class PostgresNodeRegistry:
         """Every node with its last contact, for operators."""
         async with self._pool.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(f"SELECT {_COLUMNS}, last_seen_at FROM nodes ORDER BY created_at")
+            await cur.execute(sql("all_nodes"))
             rows = await cur.fetchall()
             await conn.commit()
         return [(_node(row), row["last_seen_at"]) for row in rows]
@@ -77,8 +75,4 @@ class PostgresNodeRegistry:
     async def seen(self, last_contact: Mapping[str, datetime]) -> None:
         ids, ats = list(last_contact), list(last_contact.values())
         async with self._pool.connection() as conn, conn.transaction():
-            await conn.execute(
-                "UPDATE nodes SET last_seen_at = GREATEST(last_seen_at, v.at) "
-                "FROM unnest(%s::text[], %s::timestamptz[]) AS v(node_id, at) WHERE nodes.node_id = v.node_id",
-                [ids, ats],
-            )
+            await conn.execute(sql("nodes_seen"), [ids, ats])

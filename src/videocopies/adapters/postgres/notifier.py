@@ -17,6 +17,7 @@ import psycopg
 from psycopg import sql
 
 from videocopies.adapters.memory.notifier import InProcessNotifier
+from videocopies.adapters.postgres import queries
 
 CHANNEL = "videocopies_jobs"
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class PostgresNotifier(InProcessNotifier):
         self.announce(CHANNEL)
 
     def announce(self, channel: str) -> None:
-        """NOTIFY `channel` after the change committed; announcements made meanwhile share one."""
+        """Notify `channel` after the change committed; announcements made meanwhile share one."""
         if self._sending is None:
             return
         self._pending.add(channel)
@@ -84,11 +85,11 @@ class PostgresNotifier(InProcessNotifier):
             channel = self._pending.pop()
             try:
                 assert self._sending is not None
-                await self._sending.execute("SELECT pg_notify(%s, '')", [channel])
+                await self._sending.execute(queries.sql("announce"), [channel])
                 if channel == CHANNEL:
                     self.announced += 1
             except psycopg.OperationalError as lost:
-                log.warning("NOTIFY connection lost (%s); reconnecting", lost)
+                log.warning("connection sending notifications lost (%s); reconnecting", lost)
                 await asyncio.sleep(0.5)
                 with contextlib.suppress(psycopg.OperationalError):
                     self._sending = await self._connect(listen=False)
@@ -105,7 +106,7 @@ class PostgresNotifier(InProcessNotifier):
                     self.notices += 1
                     InProcessNotifier.job_available(self)  # local only: never echo it back
             except psycopg.OperationalError as lost:
-                log.warning("LISTEN connection lost (%s); reconnecting", lost)
+                log.warning("connection listening for notifications lost (%s); reconnecting", lost)
                 InProcessNotifier.job_available(self)  # something may have been announced meanwhile
                 for callback in self._others.values():
                     callback()
@@ -117,5 +118,5 @@ class PostgresNotifier(InProcessNotifier):
         conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
         if listen:
             for channel in (CHANNEL, *self._others):
-                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+                await conn.execute(sql.SQL(queries.sql("listen")).format(sql.Identifier(channel)))
         return conn

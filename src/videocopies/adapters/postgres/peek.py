@@ -9,12 +9,7 @@ from __future__ import annotations
 
 from psycopg_pool import AsyncConnectionPool
 
-_CLAIMABLE = """
-SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'queued')
-    OR EXISTS (SELECT 1 FROM jobs WHERE state = 'leased' AND lease_until <= now())
-"""
-_INBOX = "SELECT EXISTS (SELECT 1 FROM inbox_users WHERE claimed_until IS NULL OR claimed_until <= now())"
-_LAPSED = "SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'leased' AND lease_until <= now())"
+from videocopies.adapters.postgres.queries import sql
 
 
 class PostgresQueuePeek:
@@ -22,14 +17,14 @@ class PostgresQueuePeek:
         self._pool = pool
 
     async def claimable(self) -> bool:
-        return await self._ask(_CLAIMABLE)
+        return await self._ask(sql("glance_claimable"))
 
     async def lapsed(self) -> bool:
-        return await self._ask(_LAPSED)
+        return await self._ask(sql("glance_lapsed"))
 
     async def inbox_waiting(self) -> bool:
         """Some user has inbox events nobody is handling (news of them may have been lost)."""
-        return await self._ask(_INBOX)
+        return await self._ask(sql("glance_inbox"))
 
     async def _ask(self, query: str) -> bool:
         return await glance(self._pool, query)

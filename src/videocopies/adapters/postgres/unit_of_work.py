@@ -3,6 +3,7 @@ row locks on load and optimistic version checks on write."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres import mappers
 from videocopies.adapters.postgres.payment_claims import PostgresClaims, PostgresReversals, referral_from_row
-from videocopies.adapters.postgres.queries import sql
+from videocopies.adapters.postgres.queries import around, sql
 from videocopies.application.errors import Conflict, ServiceBusy
 from videocopies.application.ports import GrantRecord, OutboxMessage, RefusedWrite
 from videocopies.domain.coins import CoinAccount, InviterRewards, LotKind, Referral
@@ -63,7 +64,8 @@ def _apply_statement(conn: psycopg.AsyncConnection[Any], writes: Writes) -> byte
     one simple query, so it goes through PgBouncer, and the server runs statements whose plans
     it keeps per session instead of parsing and planning each write. A fenced job write that
     matches no row, or a capacity slot that cannot be taken, aborts it from inside."""
-    return b"SELECT videocopies_apply(" + _literal(conn, _coalesced(writes)) + b"::jsonb);\nCOMMIT"
+    head, tail = around("apply_writes", "writes")
+    return head + _literal(conn, _coalesced(writes)) + tail
 
 
 _IN_BULK = {"insert_account": "insert_accounts", "insert_lot": "insert_lots"}  # migration 0016
@@ -87,7 +89,23 @@ def _coalesced(writes: Writes) -> list[tuple[str, Any]]:
 def _load_statement(conn: psycopg.AsyncConnection[Any], reads: dict[str, Any]) -> bytes:
     """The opening read as one call of videocopies_load (migration 0022): a literal the server
     parses in a moment, while it keeps the plans of the locking reads inside per session."""
-    return b"SELECT videocopies_load(" + _literal(conn, reads) + b"::jsonb)"
+    head, tail = around("load_reads", "reads")
+    return head + _literal(conn, reads) + tail
+
+
+@functools.cache
+def _begin_statement() -> bytes:
+    return sql("begin").encode()
+
+
+@functools.cache
+def _opening() -> bytes:
+    return _begin_statement() + b";"
+
+
+@functools.cache
+def _relaxed() -> bytes:
+    return sql("commit_without_flush").encode() + b";"
 
 
 def _translate(error: psycopg.Error) -> Exception:
@@ -544,7 +562,7 @@ class PostgresUnitOfWork:
 
     async def _begin(self) -> None:
         if self.conn.info.transaction_status == _IDLE:
-            await self._send(self.conn.cursor(), b"BEGIN")
+            await self._send(self.conn.cursor(), _begin_statement())
 
     async def fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
         try:
@@ -623,7 +641,7 @@ class PostgresUnitOfWork:
     async def _load(self, statement: bytes) -> Any:
         cursor = self.conn.cursor()
         opening = self.conn.info.transaction_status == _IDLE
-        await self._send(cursor, b"BEGIN;" + statement if opening else statement)
+        await self._send(cursor, _opening() + statement if opening else statement)
         if opening:
             cursor.nextset()
         row = await cursor.fetchone()
@@ -648,8 +666,8 @@ class PostgresUnitOfWork:
         ]
         try:
             if writes:
-                opening = b"BEGIN;" if self.conn.info.transaction_status == _IDLE else b""
-                relaxed = b"" if durable else b"SET LOCAL synchronous_commit TO off;"
+                opening = _opening() if self.conn.info.transaction_status == _IDLE else b""
+                relaxed = b"" if durable else _relaxed()
                 await self._send(self.conn.cursor(), opening + relaxed + _apply_statement(self.conn, writes))
             await self.conn.commit()
         except psycopg.Error as error:

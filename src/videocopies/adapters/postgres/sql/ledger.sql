@@ -1,0 +1,73 @@
+-- load_account --
+-- A user's account with every lot and its open reservations, locking only this user's row.
+-- If the row lock had to wait, the lots were read from before the other writer committed:
+-- `seen_version` (read from that same old snapshot) then differs, and the load runs again:
+-- a new statement, a new snapshot, the lock already ours.
+SELECT a.version,
+       (SELECT s.version FROM coin_accounts s WHERE s.user_id = a.user_id) AS seen_version,
+       (SELECT coalesce(json_agg(json_build_object(
+                   'lot_id', l.lot_id, 'kind', l.kind, 'amount', l.amount,
+                   'granted_at', l.granted_at, 'expires_at', l.expires_at,
+                   'available', l.available, 'debited', l.debited, 'expired', l.expired,
+                   'refunded', l.refunded)
+                 ORDER BY l.granted_at, l.lot_id), '[]')
+          FROM coin_lots l WHERE l.user_id = a.user_id) AS lots,
+       (SELECT coalesce(json_agg(json_build_object(
+                   'order_id', r.order_id, 'amount', r.amount, 'debited', r.debited,
+                   'released', r.released,
+                   'holds',
+                   (SELECT coalesce(json_agg(json_build_array(h.lot_id, h.held)
+                   ORDER BY h.seq), '[]')
+                               FROM coin_holds h WHERE h.order_id = r.order_id),
+                   'keys', (SELECT coalesce(json_agg(d.key), '[]')
+                              FROM coin_debits d WHERE d.order_id = r.order_id))), '[]')
+          FROM coin_reservations r WHERE r.user_id = a.user_id AND r.open) AS reservations
+  FROM coin_accounts a
+ WHERE a.user_id = %(user_id)s
+   FOR UPDATE OF a;
+
+-- insert_account --
+INSERT INTO coin_accounts (user_id, version, created_at) VALUES (%(user_id)s, %(version)s, %(now)s);
+
+-- update_account_version --
+-- Optimistic check: the row is locked, so a mismatch means the aggregate was written meanwhile.
+UPDATE coin_accounts SET version = %(version)s WHERE user_id = %(user_id)s AND version = %(loaded)s;
+
+-- insert_lot --
+INSERT INTO coin_lots (lot_id, user_id, kind, amount, granted_at, expires_at, available, debited, expired,
+                       refunded)
+VALUES (%(lot_id)s, %(user_id)s, %(kind)s, %(amount)s, %(granted_at)s, %(expires_at)s,
+        %(available)s, %(debited)s, %(expired)s, %(refunded)s);
+
+-- update_lot --
+UPDATE coin_lots SET available = %(available)s, debited = %(debited)s, expired = %(expired)s,
+                     refunded = %(refunded)s
+ WHERE lot_id = %(lot_id)s;
+
+-- insert_reservation --
+INSERT INTO coin_reservations (order_id, user_id, amount, debited, released, open)
+VALUES (%(order_id)s, %(user_id)s, %(amount)s, %(debited)s, %(released)s, %(open)s);
+
+-- update_reservation --
+UPDATE coin_reservations SET debited = %(debited)s, released = %(released)s, open = %(open)s
+ WHERE order_id = %(order_id)s;
+
+-- upsert_hold --
+INSERT INTO coin_holds (order_id, seq, lot_id, held) VALUES (%(order_id)s, %(seq)s, %(lot_id)s, %(held)s)
+    ON CONFLICT (order_id, seq) DO UPDATE SET held = excluded.held;
+
+-- insert_debit --
+INSERT INTO coin_debits (order_id, key) VALUES (%(order_id)s, %(key)s);
+
+-- accounts_with_expiring_lots --
+-- Accounts holding available coins in lots past their expiry, for the expiry sweep.
+SELECT DISTINCT user_id FROM coin_lots
+ WHERE expires_at <= %(now)s AND available > 0 AND expires_at IS NOT NULL
+ LIMIT %(limit)s;
+
+-- insert_grant --
+INSERT INTO coin_grants (lot_id, user_id, kind, amount, granted_by, reason, granted_at)
+VALUES (%(lot_id)s, %(user_id)s, %(kind)s, %(amount)s, %(granted_by)s, %(reason)s, %(granted_at)s);
+
+-- get_grant --
+SELECT * FROM coin_grants WHERE lot_id = %(lot_id)s;

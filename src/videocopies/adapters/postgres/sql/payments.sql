@@ -1,0 +1,46 @@
+-- get_payment --
+SELECT * FROM payments WHERE external_id = %(external_id)s;
+
+-- insert_payment --
+INSERT INTO payments (external_id, user_id, coins, paid_amount, currency, received_at)
+VALUES (%(external_id)s, %(user_id)s, %(coins)s, %(paid_amount)s, %(currency)s, %(received_at)s);
+
+-- list_payments --
+SELECT * FROM payments ORDER BY received_at, external_id;
+
+-- get_refund --
+-- Locked: the operator's refund and reconciliation may record the provider's answer at once.
+SELECT * FROM refunds WHERE external_id = %(external_id)s FOR UPDATE;
+
+-- list_refunds --
+SELECT * FROM refunds ORDER BY requested_at, external_id;
+
+-- upsert_refund --
+INSERT INTO refunds (external_id, user_id, coins, requested_by, reason, requested_at, state, finished_at,
+                     provider_answer)
+VALUES (%(external_id)s, %(user_id)s, %(coins)s, %(requested_by)s, %(reason)s, %(requested_at)s, %(state)s,
+        %(finished_at)s, %(provider_answer)s)
+    ON CONFLICT (external_id) DO UPDATE
+   SET coins = excluded.coins, requested_by = excluded.requested_by, reason = excluded.reason,
+       requested_at = excluded.requested_at, state = excluded.state, finished_at = excluded.finished_at,
+       provider_answer = excluded.provider_answer;
+
+-- confirmable_claims --
+-- Claims with no payment yet whose charge the provider has listed.
+SELECT c.external_id, c.user_id, c.paid_amount, c.currency, c.invoice_payload, c.node, c.claimed_at,
+       pc.user_id AS charge_user_id, pc.paid_amount AS charge_amount, pc.currency AS charge_currency,
+       pc.invoice_payload AS charge_payload
+  FROM payment_claims c JOIN provider_charges pc ON pc.external_id = c.external_id
+ WHERE NOT EXISTS (SELECT 1 FROM payments p WHERE p.external_id = c.external_id)
+ ORDER BY c.claimed_at;
+
+-- unconfirmed_claims --
+SELECT c.* FROM payment_claims c
+ WHERE NOT EXISTS (SELECT 1 FROM payments p WHERE p.external_id = c.external_id)
+ ORDER BY c.claimed_at;
+
+-- provider_position --
+SELECT position FROM provider_cursor WHERE provider = %(provider)s;
+
+-- list_reversals --
+SELECT * FROM payment_reversals ORDER BY reversed_at, external_id;

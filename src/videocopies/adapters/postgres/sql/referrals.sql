@@ -1,0 +1,11 @@
+-- inviter_of --
+SELECT inviter FROM referrals WHERE invitee = %(user_id)s;
+
+-- insert_referral --
+INSERT INTO referrals (invitee, inviter, at) VALUES (%(invitee)s, %(inviter)s, %(at)s);
+
+-- rewarded_referrals --
+-- The inviter's account row is locked before this is read, so two invitees' first orders
+-- count each other and a cap holds exactly.
+SELECT count(*) AS total, count(*) FILTER (WHERE settled_at > %(since)s) AS last_day
+  FROM referrals WHERE inviter = %(inviter)s AND outcome = 'rewarded';

@@ -1,0 +1,25 @@
+-- begin --
+-- A unit of work sends BEGIN itself, in the round trip of its first read.
+BEGIN;
+
+-- commit_without_flush --
+-- A commit that does not wait for its WAL flush, for this transaction alone (a renewal:
+-- fencing makes a lost one harmless).
+SET LOCAL synchronous_commit TO off;
+
+-- apply_writes --
+-- The whole write set of a unit of work as one call of videocopies_apply with its COMMIT: one
+-- simple query, so it goes through PgBouncer, and the server runs statements whose plans it
+-- keeps per session instead of parsing and planning each write. `{writes}` is the write set as
+-- a JSON string literal, quoted by libpq. The write statements the function runs are the ones
+-- named like its writes (insert_order, update_job_fenced, take_slot, ...); a fenced job write
+-- that matches no row, or a capacity slot that cannot be taken, aborts it from inside, each
+-- with its own SQLSTATE (migration 0023).
+SELECT videocopies_apply({writes}::jsonb);
+COMMIT;
+
+-- load_reads --
+-- The opening read of a unit of work as one call of videocopies_load (migration 0022): a
+-- literal the server parses in a moment, while it keeps the plans of the locking reads inside
+-- per session. `{reads}` is a JSON string literal, quoted by libpq.
+SELECT videocopies_load({reads}::jsonb);
