@@ -23,8 +23,9 @@ from videocopies.adapters.postgres import queries
 # 2: confirmations open with videocopies_load (0015); 3: bulk account and lot inserts (0016);
 # 4: users the bot cannot reach (bot_users.blocked_at, 0017); 5: payment claims, reversals and referrals
 # settled at the first order (0018); 6: the object lifecycle reads stored_objects (0019); 7: a use case
-# reads everything it reads first in one videocopies_load: jobs, receipts, referrals (0022)
-CODE_LEVEL = 7
+# reads everything it reads first in one videocopies_load: jobs, receipts, referrals (0022); 8: refusals
+# told apart by SQLSTATE alone: VCL01 lease lost, VCC01 capacity full, VCS01 source gone (0023)
+CODE_LEVEL = 8
 DEFAULT_CAPACITY = 10_000
 
 

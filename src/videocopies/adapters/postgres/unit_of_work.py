@@ -19,6 +19,7 @@ from videocopies.adapters.postgres import mappers
 from videocopies.adapters.postgres.payment_claims import PostgresClaims, PostgresReversals, referral_from_row
 from videocopies.adapters.postgres.queries import around, sql
 from videocopies.application.errors import Conflict, ServiceBusy
+from videocopies.application.objects import SOURCE_GONE
 from videocopies.application.ports import GrantRecord, OutboxMessage, RefusedWrite
 from videocopies.domain.coins import CoinAccount, InviterRewards, LotKind, Referral
 from videocopies.domain.jobs import Job, LeaseLossReason, LeaseLost
@@ -108,15 +109,18 @@ def _relaxed() -> bytes:
     return sql("commit_without_flush").encode() + b";"
 
 
+# Refusals raised inside the database (migration 0023), each with the key it is about as DETAIL.
+LEASE_LOST, CAPACITY_FULL, SOURCE_GONE_STATE = "VCL01", "VCC01", "VCS01"
+
+
 def _translate(error: psycopg.Error) -> Exception:
-    """Database refusals in the application's words."""
-    if error.sqlstate == "VC001":
-        reason, query, key = (error.diag.message_primary or "conflict:?:?").split(":", 2)
-        if reason == "lease_lost":
-            return LeaseLost(JobId(key), LeaseLossReason.EXPIRED)
-        if reason == "capacity":
-            return ServiceBusy(key)
-        return Conflict(query.removeprefix("update_"), key)
+    """Database refusals in the application's words, told apart by their SQLSTATE alone."""
+    if error.sqlstate == LEASE_LOST:
+        return LeaseLost(JobId(error.diag.message_detail or ""), LeaseLossReason.EXPIRED)
+    if error.sqlstate == CAPACITY_FULL:
+        return ServiceBusy(error.diag.message_detail or "")
+    if error.sqlstate == SOURCE_GONE_STATE:
+        return Conflict(SOURCE_GONE, error.diag.message_detail or "")
     if isinstance(error, psycopg.errors.UniqueViolation):
         return Conflict("row", error.diag.constraint_name or "unique")
     if isinstance(error, psycopg.errors.SerializationFailure | psycopg.errors.DeadlockDetected):
