@@ -10,7 +10,6 @@
 WITH added AS (
     INSERT INTO inbox (update_id, user_id, kind, payload, received_at)
     SELECT e.update_id, e.user_id, e.kind, e.payload, %(now)s::timestamptz
-     
       FROM jsonb_to_recordset(%(events)s::jsonb) AS e(update_id bigint, user_id bigint, kind text, payload jsonb)
     ON CONFLICT (update_id) DO NOTHING
     RETURNING user_id

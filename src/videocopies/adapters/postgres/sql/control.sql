@@ -15,9 +15,7 @@ SELECT j.job_id, j.order_id, o.user_id, j.worker_id, left(j.owner_token, 6) AS o
 -- control_orders_in_progress --
 -- Orders with a job queued or leased. Two arms, so each walks its own partial index.
 SELECT o.order_id, o.user_id, o.copies, o.total, o.state, o.created_at, o.failure_reason,
-      
-       (SELECT count(*) FROM jsonb_array_elements(o.copy_states) s
-       WHERE s->>0 = 'delivered') AS copies_delivered
+       (SELECT count(*) FROM jsonb_array_elements(o.copy_states) s WHERE s->>0 = 'delivered') AS copies_delivered
   FROM (SELECT order_id, created_at FROM jobs WHERE state = 'queued'
         UNION ALL
         SELECT order_id, created_at FROM jobs WHERE state = 'leased') j
@@ -27,19 +25,13 @@ SELECT o.order_id, o.user_id, o.copies, o.total, o.state, o.created_at, o.failur
 
 -- control_recent_orders --
 SELECT o.order_id, o.user_id, o.copies, o.total, o.state, o.created_at, o.failure_reason,
-      
-       (SELECT count(*) FROM jsonb_array_elements(o.copy_states) s
-       WHERE s->>0 = 'delivered') AS copies_delivered
-       FROM orders o ORDER BY o.created_at DESC
-       LIMIT %(limit)s;
+       (SELECT count(*) FROM jsonb_array_elements(o.copy_states) s WHERE s->>0 = 'delivered') AS copies_delivered
+  FROM orders o ORDER BY o.created_at DESC LIMIT %(limit)s;
 
 -- control_user_orders --
 SELECT o.order_id, o.user_id, o.copies, o.total, o.state, o.created_at, o.failure_reason,
-      
-       (SELECT count(*) FROM jsonb_array_elements(o.copy_states) s
-       WHERE s->>0 = 'delivered') AS copies_delivered
-       FROM orders o WHERE o.user_id = %(user_id)s
-       ORDER BY o.created_at DESC LIMIT %(limit)s;
+       (SELECT count(*) FROM jsonb_array_elements(o.copy_states) s WHERE s->>0 = 'delivered') AS copies_delivered
+  FROM orders o WHERE o.user_id = %(user_id)s ORDER BY o.created_at DESC LIMIT %(limit)s;
 
 -- control_account_exists --
 SELECT 1 FROM coin_accounts WHERE user_id = %(user_id)s;

@@ -3,7 +3,8 @@
 SELECT duty, holder, token, acquired_at, lease_until, term FROM duty_leases WHERE duty = %s FOR UPDATE;
 
 -- update_duty --
-UPDATE duty_leases SET holder = %(holder)s, token = %(token)s, acquired_at = %(acquired_at)s, lease_until = %(lease_until)s, term = %(term)s
+UPDATE duty_leases SET holder = %(holder)s, token = %(token)s, acquired_at = %(acquired_at)s,
+                       lease_until = %(lease_until)s, term = %(term)s
  WHERE duty = %(duty)s;
 
 -- insert_duty --

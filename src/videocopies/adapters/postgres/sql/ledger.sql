@@ -15,9 +15,7 @@ SELECT a.version,
        (SELECT coalesce(json_agg(json_build_object(
                    'order_id', r.order_id, 'amount', r.amount, 'debited', r.debited,
                    'released', r.released,
-                   'holds',
-                   (SELECT coalesce(json_agg(json_build_array(h.lot_id, h.held)
-                   ORDER BY h.seq), '[]')
+                   'holds', (SELECT coalesce(json_agg(json_build_array(h.lot_id, h.held) ORDER BY h.seq), '[]')
                                FROM coin_holds h WHERE h.order_id = r.order_id),
                    'keys', (SELECT coalesce(json_agg(d.key), '[]')
                               FROM coin_debits d WHERE d.order_id = r.order_id))), '[]')
@@ -71,3 +69,22 @@ VALUES (%(lot_id)s, %(user_id)s, %(kind)s, %(amount)s, %(granted_by)s, %(reason)
 
 -- get_grant --
 SELECT * FROM coin_grants WHERE lot_id = %(lot_id)s;
+
+-- insert_accounts --
+-- A run of new accounts as one write (the unit of work coalesces consecutive insert_account
+-- writes, migration 0016): one statement instead of one per row.
+INSERT INTO coin_accounts (user_id, version, created_at)
+SELECT na.user_id, na.version, na.now
+  FROM jsonb_to_recordset(%(accounts)s::jsonb) AS na(user_id bigint, version integer, now timestamptz);
+
+-- insert_lots --
+-- A run of new lots as one write, as insert_accounts.
+INSERT INTO coin_lots (lot_id, user_id, kind, amount, granted_at, expires_at, available, debited,
+                       expired, refunded)
+SELECT nl.lot_id, nl.user_id, nl.kind, nl.amount, nl.granted_at, nl.expires_at, nl.available,
+       nl.debited, nl.expired, nl.refunded
+  FROM jsonb_populate_recordset(NULL::coin_lots, %(lots)s::jsonb) AS nl;
+
+-- end_lot --
+-- A reversed payment's lot ends (migration 0018).
+UPDATE coin_lots SET expires_at = %(expires_at)s WHERE lot_id = %(lot_id)s;

@@ -13,7 +13,8 @@ UPDATE stored_objects s SET released_at = %(now)s
 EXISTS (SELECT 1 FROM orders o
          WHERE o.user_id = s.user_id AND o.created_at >= s.stored_at - interval '1 hour'
            AND o.source_key = s.key
-           AND (o.state IN ('confirmed', 'running', 'cancelling') OR (o.state = 'quoted' AND o.quote_expires_at > %(now)s)));
+           AND (o.state IN ('confirmed', 'running', 'cancelling')
+                OR (o.state = 'quoted' AND o.quote_expires_at > %(now)s)));
 
 -- keep_sources --
 -- A released source an order or a live quote uses again is kept.
@@ -23,23 +24,20 @@ UPDATE stored_objects s SET released_at = NULL
 EXISTS (SELECT 1 FROM orders o
          WHERE o.user_id = s.user_id AND o.created_at >= s.stored_at - interval '1 hour'
            AND o.source_key = s.key
-           AND (o.state IN ('confirmed', 'running', 'cancelling') OR (o.state = 'quoted' AND o.quote_expires_at > %(now)s)));
+           AND (o.state IN ('confirmed', 'running', 'cancelling')
+                OR (o.state = 'quoted' AND o.quote_expires_at > %(now)s)));
 
 -- due_sources --
 SELECT key, kind, state, stored_at, size, sha256, order_id, delivered_at, released_at, deleted_at
- FROM stored_objects
+  FROM stored_objects
  WHERE state = 'stored' AND released_at <= %(before)s AND kind = 'source'
  ORDER BY released_at LIMIT %(limit)s;
 
 -- due_copies --
-(SELECT key, kind, state, stored_at, size, sha256, order_id, delivered_at, released_at, deleted_at
- FROM stored_objects
- 
-  WHERE state = 'delivered' AND delivered_at <= %(before)s AND kind = 'copy'
-  ORDER BY delivered_at LIMIT %(limit)s)
+(SELECT key, kind, state, stored_at, size, sha256, order_id, delivered_at, released_at, deleted_at FROM stored_objects
+  WHERE state = 'delivered' AND delivered_at <= %(before)s AND kind = 'copy' ORDER BY delivered_at LIMIT %(limit)s)
 UNION ALL
-(SELECT key, kind, state, stored_at, size, sha256, order_id, delivered_at, released_at, deleted_at
- FROM stored_objects
+(SELECT key, kind, state, stored_at, size, sha256, order_id, delivered_at, released_at, deleted_at FROM stored_objects
   WHERE state = 'stored' AND released_at <= %(before)s AND kind = 'copy' ORDER BY released_at LIMIT %(limit)s)
 LIMIT %(limit)s;
 
@@ -70,7 +68,8 @@ UPDATE stored_objects s SET deleted_at = coalesce(s.deleted_at, %(now)s)
 EXISTS (SELECT 1 FROM orders o
          WHERE o.user_id = s.user_id AND o.created_at >= s.stored_at - interval '1 hour'
            AND o.source_key = s.key
-           AND (o.state IN ('confirmed', 'running', 'cancelling') OR (o.state = 'quoted' AND o.quote_expires_at > %(now)s)))
+           AND (o.state IN ('confirmed', 'running', 'cancelling')
+                OR (o.state = 'quoted' AND o.quote_expires_at > %(now)s)))
 ))
 RETURNING s.key;
 
@@ -84,11 +83,9 @@ UPDATE stored_objects SET state = 'deleted', deleted_at = %(now)s
 WITH listed AS (SELECT unnest(%(keys)s::text[]) AS key)
 SELECT l.key, s.state,
        CASE WHEN l.key LIKE 'copies/%%' THEN EXISTS (
-                SELECT 1
-                FROM jobs j WHERE j.order_id = split_part(l.key, '/', 2) AND j.state IN ('queued', 'leased'))
+                SELECT 1 FROM jobs j WHERE j.order_id = split_part(l.key, '/', 2) AND j.state IN ('queued', 'leased'))
             WHEN l.key ~ '^sources/[0-9]+/[0-9]+\.mp4$' THEN EXISTS (
-                SELECT 1
-                FROM inbox i WHERE i.update_id = split_part(split_part(l.key, '/', 3), '.', 1)::bigint
+                SELECT 1 FROM inbox i WHERE i.update_id = split_part(split_part(l.key, '/', 3), '.', 1)::bigint
                    AND i.processed_at IS NULL)
             ELSE false END AS awaited
   FROM listed l LEFT JOIN stored_objects s USING (key);

@@ -30,9 +30,7 @@ WITH RECURSIVE replies AS (
      ORDER BY o.id LIMIT %(limit)s
        FOR UPDATE OF o SKIP LOCKED
 ), waiting AS (
-    (SELECT c.user_id
-    FROM outbox c WHERE c.sent_at IS NULL AND c.kind = 'copy_ready'
-    ORDER BY c.user_id LIMIT 1)
+    (SELECT c.user_id FROM outbox c WHERE c.sent_at IS NULL AND c.kind = 'copy_ready' ORDER BY c.user_id LIMIT 1)
     UNION ALL
     SELECT (SELECT c.user_id FROM outbox c
              WHERE c.sent_at IS NULL AND c.kind = 'copy_ready' AND c.user_id > w.user_id

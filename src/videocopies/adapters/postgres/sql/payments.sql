@@ -44,3 +44,28 @@ SELECT position FROM provider_cursor WHERE provider = %(provider)s;
 
 -- list_reversals --
 SELECT * FROM payment_reversals ORDER BY reversed_at, external_id;
+
+-- insert_claim --
+-- A node's word that a payment arrived; confirmed against the provider's list before it credits.
+INSERT INTO payment_claims (external_id, user_id, paid_amount, currency, invoice_payload, node, claimed_at)
+VALUES (%(external_id)s, %(user_id)s, %(paid_amount)s, %(currency)s, %(invoice_payload)s, %(node)s,
+        %(claimed_at)s)
+    ON CONFLICT (external_id) DO NOTHING;
+
+-- record_charges --
+-- The provider's charges read so far, as one write of many rows.
+INSERT INTO provider_charges (external_id, user_id, paid_amount, currency, invoice_payload, read_at)
+SELECT nc.external_id, nc.user_id, nc.paid_amount, nc.currency, nc.invoice_payload, nc.read_at
+  FROM jsonb_populate_recordset(NULL::provider_charges, %(charges)s::jsonb) AS nc
+    ON CONFLICT (external_id) DO NOTHING;
+
+-- move_provider_cursor --
+-- Where the next read of the provider's list starts; it never moves back.
+INSERT INTO provider_cursor (provider, position, read_at)
+VALUES (%(provider)s, %(position)s, %(read_at)s)
+    ON CONFLICT (provider) DO UPDATE
+   SET position = GREATEST(provider_cursor.position, excluded.position), read_at = excluded.read_at;
+
+-- insert_reversal --
+INSERT INTO payment_reversals (external_id, user_id, taken, owed, reason, reversed_at)
+VALUES (%(external_id)s, %(user_id)s, %(taken)s, %(owed)s, %(reason)s, %(reversed_at)s);

@@ -9,3 +9,8 @@ INSERT INTO referrals (invitee, inviter, at) VALUES (%(invitee)s, %(inviter)s, %
 -- count each other and a cap holds exactly.
 SELECT count(*) AS total, count(*) FILTER (WHERE settled_at > %(since)s) AS last_day
   FROM referrals WHERE inviter = %(inviter)s AND outcome = 'rewarded';
+
+-- settle_referral --
+-- Settled once, at the invitee's first order.
+UPDATE referrals SET outcome = %(outcome)s, settled_at = %(settled_at)s
+ WHERE invitee = %(invitee)s AND outcome IS NULL;

@@ -20,7 +20,9 @@ WITH walked AS (
 )
 SELECT (SELECT count(*) FROM gone) AS pruned, (SELECT count(*) FROM walked) AS walked,
        coalesce((SELECT bool_and(late) FROM walked), false) AS late, last.*
-  FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT id FROM walked ORDER BY id DESC LIMIT 1) AS last ON true;
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (SELECT id FROM walked
+                      ORDER BY id DESC LIMIT 1) AS last ON true;
 
 -- prune_inbox_dry_run --
 -- As prune_inbox, deleting nothing.
@@ -31,7 +33,9 @@ WITH walked AS (
 ), gone AS (SELECT 1 FROM due)
 SELECT (SELECT count(*) FROM gone) AS pruned, (SELECT count(*) FROM walked) AS walked,
        coalesce((SELECT bool_and(late) FROM walked), false) AS late, last.*
-  FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT id FROM walked ORDER BY id DESC LIMIT 1) AS last ON true;
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (SELECT id FROM walked
+                      ORDER BY id DESC LIMIT 1) AS last ON true;
 
 -- prune_outbox --
 -- Sent or given up messages (both set sent_at). One batch along the walk, its due rows deleted.
@@ -48,7 +52,9 @@ WITH walked AS (
 )
 SELECT (SELECT count(*) FROM gone) AS pruned, (SELECT count(*) FROM walked) AS walked,
        coalesce((SELECT bool_and(late) FROM walked), false) AS late, last.*
-  FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT id FROM walked ORDER BY id DESC LIMIT 1) AS last ON true;
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (SELECT id FROM walked
+                      ORDER BY id DESC LIMIT 1) AS last ON true;
 
 -- prune_outbox_dry_run --
 -- As prune_outbox, deleting nothing.
@@ -59,7 +65,9 @@ WITH walked AS (
 ), gone AS (SELECT 1 FROM due)
 SELECT (SELECT count(*) FROM gone) AS pruned, (SELECT count(*) FROM walked) AS walked,
        coalesce((SELECT bool_and(late) FROM walked), false) AS late, last.*
-  FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT id FROM walked ORDER BY id DESC LIMIT 1) AS last ON true;
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (SELECT id FROM walked
+                      ORDER BY id DESC LIMIT 1) AS last ON true;
 
 -- prune_receipts --
 -- A receipt answers retries of its report; it goes once the job its result names is closed (or
@@ -68,14 +76,11 @@ SELECT (SELECT count(*) FROM gone) AS pruned, (SELECT count(*) FROM walked) AS w
 WITH walked AS (
     SELECT r.created_at, r.receipt_id, r.result->>'job_id' AS job_id, false AS late
       FROM receipts r
-    
      WHERE r.created_at <= %(cutoff)s AND r.created_at >= %(k0)s AND (r.created_at, r.receipt_id) > (%(k0)s, %(k1)s)
      ORDER BY r.created_at, r.receipt_id LIMIT %(limit)s
 ), due AS (
     SELECT w.receipt_id AS row FROM walked w
-    
-     WHERE coalesce((SELECT j.state FROM jobs j
-     WHERE j.job_id = w.job_id), 'gone') NOT IN ('queued', 'leased')
+     WHERE coalesce((SELECT j.state FROM jobs j WHERE j.job_id = w.job_id), 'gone') NOT IN ('queued', 'leased')
 ), locked AS (
     SELECT t.receipt_id FROM receipts t
      WHERE t.receipt_id = ANY(ARRAY(SELECT row FROM due)) AND true
@@ -85,31 +90,26 @@ WITH walked AS (
 )
 SELECT (SELECT count(*) FROM gone) AS pruned, (SELECT count(*) FROM walked) AS walked,
        coalesce((SELECT bool_and(late) FROM walked), false) AS late, last.*
- 
-  FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT created_at, receipt_id
-  FROM walked ORDER BY created_at DESC, receipt_id DESC
-  LIMIT 1) AS last ON true;
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (SELECT created_at, receipt_id FROM walked
+                      ORDER BY created_at DESC, receipt_id DESC LIMIT 1) AS last ON true;
 
 -- prune_receipts_dry_run --
 -- As prune_receipts, deleting nothing.
 WITH walked AS (
     SELECT r.created_at, r.receipt_id, r.result->>'job_id' AS job_id, false AS late
       FROM receipts r
-    
      WHERE r.created_at <= %(cutoff)s AND r.created_at >= %(k0)s AND (r.created_at, r.receipt_id) > (%(k0)s, %(k1)s)
      ORDER BY r.created_at, r.receipt_id LIMIT %(limit)s
 ), due AS (
     SELECT w.receipt_id AS row FROM walked w
-    
-     WHERE coalesce((SELECT j.state FROM jobs j
-     WHERE j.job_id = w.job_id), 'gone') NOT IN ('queued', 'leased')
+     WHERE coalesce((SELECT j.state FROM jobs j WHERE j.job_id = w.job_id), 'gone') NOT IN ('queued', 'leased')
 ), gone AS (SELECT 1 FROM due)
 SELECT (SELECT count(*) FROM gone) AS pruned, (SELECT count(*) FROM walked) AS walked,
        coalesce((SELECT bool_and(late) FROM walked), false) AS late, last.*
- 
-  FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT created_at, receipt_id
-  FROM walked ORDER BY created_at DESC, receipt_id DESC
-  LIMIT 1) AS last ON true;
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (SELECT created_at, receipt_id FROM walked
+                      ORDER BY created_at DESC, receipt_id DESC LIMIT 1) AS last ON true;
 
 -- prune_quotes --
 -- Orders that stayed quotes: nothing was reserved, queued or given a slot for them. One batch along
@@ -134,10 +134,9 @@ WITH walked AS (
 )
 SELECT (SELECT count(*) FROM gone) AS pruned, (SELECT count(*) FROM walked) AS walked,
        coalesce((SELECT bool_and(late) FROM walked), false) AS late, last.*
- 
-  FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT quote_expires_at, order_id
-  FROM walked ORDER BY quote_expires_at DESC, order_id DESC
-  LIMIT 1) AS last ON true;
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (SELECT quote_expires_at, order_id FROM walked
+                      ORDER BY quote_expires_at DESC, order_id DESC LIMIT 1) AS last ON true;
 
 -- prune_quotes_dry_run --
 -- As prune_quotes, deleting nothing.
@@ -155,10 +154,9 @@ WITH walked AS (
 ), gone AS (SELECT 1 FROM due)
 SELECT (SELECT count(*) FROM gone) AS pruned, (SELECT count(*) FROM walked) AS walked,
        coalesce((SELECT bool_and(late) FROM walked), false) AS late, last.*
- 
-  FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT quote_expires_at, order_id
-  FROM walked ORDER BY quote_expires_at DESC, order_id DESC
-  LIMIT 1) AS last ON true;
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (SELECT quote_expires_at, order_id FROM walked
+                      ORDER BY quote_expires_at DESC, order_id DESC LIMIT 1) AS last ON true;
 
 -- prune_job_checkpoints --
 -- A closed job's checkpoints, once the copy each names is gone from the store. One batch along the
@@ -182,10 +180,9 @@ WITH walked AS (
 )
 SELECT (SELECT count(*) FROM gone) AS pruned, (SELECT count(*) FROM walked) AS walked,
        coalesce((SELECT bool_and(late) FROM walked), false) AS late, last.*
- 
-  FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT created_at, job_id, idx
-  FROM walked ORDER BY created_at DESC, job_id DESC, idx DESC
-  LIMIT 1) AS last ON true;
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (SELECT created_at, job_id, idx FROM walked
+                      ORDER BY created_at DESC, job_id DESC, idx DESC LIMIT 1) AS last ON true;
 
 -- prune_job_checkpoints_dry_run --
 -- As prune_job_checkpoints, deleting nothing.
@@ -202,7 +199,6 @@ WITH walked AS (
 ), gone AS (SELECT 1 FROM due)
 SELECT (SELECT count(*) FROM gone) AS pruned, (SELECT count(*) FROM walked) AS walked,
        coalesce((SELECT bool_and(late) FROM walked), false) AS late, last.*
- 
-  FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT created_at, job_id, idx
-  FROM walked ORDER BY created_at DESC, job_id DESC, idx DESC
-  LIMIT 1) AS last ON true;
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (SELECT created_at, job_id, idx FROM walked
+                      ORDER BY created_at DESC, job_id DESC, idx DESC LIMIT 1) AS last ON true;
