@@ -10,6 +10,7 @@ SELECT job_id FROM jobs WHERE state = 'leased' AND lease_until <= %(now)s
  ORDER BY lease_until LIMIT %(limit)s FOR UPDATE SKIP LOCKED;
 
 -- insert_job --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO jobs (job_id, order_id, state, plans, max_attempts, attempts, cancel_requested, worker_id,
                   owner_token, acquired_at, lease_until, last_error, created_at, version, closed_by,
                   source_bytes)
@@ -18,6 +19,7 @@ VALUES (%(job_id)s, %(order_id)s, %(state)s, %(plans)s, %(max_attempts)s, %(atte
         %(last_error)s, %(created_at)s, %(version)s, %(closed_by)s, %(source_bytes)s);
 
 -- update_job --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 UPDATE jobs SET state = %(state)s, attempts = %(attempts)s, cancel_requested = %(cancel_requested)s,
                 worker_id = %(worker_id)s, owner_token = %(owner_token)s, acquired_at = %(acquired_at)s,
                 lease_until = %(lease_until)s, last_error = %(last_error)s, version = %(version)s,
@@ -26,6 +28,8 @@ UPDATE jobs SET state = %(state)s, attempts = %(attempts)s, cancel_requested = %
 
 -- update_job_fenced --
 -- A lease holder's write: applied only under its own token and while its lease runs.
+-- No row changed: the commit is refused with SQLSTATE VCL01 (the lease is lost).
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 UPDATE jobs SET state = %(state)s, attempts = %(attempts)s, cancel_requested = %(cancel_requested)s,
                 worker_id = %(worker_id)s, owner_token = %(owner_token)s, acquired_at = %(acquired_at)s,
                 lease_until = %(lease_until)s, last_error = %(last_error)s, version = %(version)s,
@@ -34,16 +38,19 @@ UPDATE jobs SET state = %(state)s, attempts = %(attempts)s, cancel_requested = %
    AND owner_token = %(fence)s AND lease_until > now();
 
 -- insert_checkpoint --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO job_checkpoints (job_id, idx, object_key, size, sha256, duration_s, width, height, created_at,
                              quality, failure)
 VALUES (%(job_id)s, %(idx)s, %(object_key)s, %(size)s, %(sha256)s, %(duration_s)s, %(width)s,
         %(height)s, %(created_at)s, %(quality)s, %(failure)s);
 
 -- insert_receipt --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO receipts (receipt_id, fingerprint, result, created_at)
 VALUES (%(receipt_id)s, %(fingerprint)s, %(result)s, now());
 
 -- insert_refused_write --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO refused_writes (job_id, worker_id, operation, reason, at)
 VALUES (%(job_id)s, %(worker_id)s, %(operation)s, %(reason)s, %(at)s);
 

@@ -25,36 +25,44 @@ SELECT a.version,
    FOR UPDATE OF a;
 
 -- insert_account --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO coin_accounts (user_id, version, created_at) VALUES (%(user_id)s, %(version)s, %(now)s);
 
 -- update_account_version --
 -- Optimistic check: the row is locked, so a mismatch means the aggregate was written meanwhile.
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 UPDATE coin_accounts SET version = %(version)s WHERE user_id = %(user_id)s AND version = %(loaded)s;
 
 -- insert_lot --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO coin_lots (lot_id, user_id, kind, amount, granted_at, expires_at, available, debited, expired,
                        refunded)
 VALUES (%(lot_id)s, %(user_id)s, %(kind)s, %(amount)s, %(granted_at)s, %(expires_at)s,
         %(available)s, %(debited)s, %(expired)s, %(refunded)s);
 
 -- update_lot --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 UPDATE coin_lots SET available = %(available)s, debited = %(debited)s, expired = %(expired)s,
                      refunded = %(refunded)s
  WHERE lot_id = %(lot_id)s;
 
 -- insert_reservation --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO coin_reservations (order_id, user_id, amount, debited, released, open)
 VALUES (%(order_id)s, %(user_id)s, %(amount)s, %(debited)s, %(released)s, %(open)s);
 
 -- update_reservation --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 UPDATE coin_reservations SET debited = %(debited)s, released = %(released)s, open = %(open)s
  WHERE order_id = %(order_id)s;
 
 -- upsert_hold --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO coin_holds (order_id, seq, lot_id, held) VALUES (%(order_id)s, %(seq)s, %(lot_id)s, %(held)s)
     ON CONFLICT (order_id, seq) DO UPDATE SET held = excluded.held;
 
 -- insert_debit --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO coin_debits (order_id, key) VALUES (%(order_id)s, %(key)s);
 
 -- accounts_with_expiring_lots --
@@ -64,6 +72,7 @@ SELECT DISTINCT user_id FROM coin_lots
  LIMIT %(limit)s;
 
 -- insert_grant --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO coin_grants (lot_id, user_id, kind, amount, granted_by, reason, granted_at)
 VALUES (%(lot_id)s, %(user_id)s, %(kind)s, %(amount)s, %(granted_by)s, %(reason)s, %(granted_at)s);
 
@@ -73,12 +82,14 @@ SELECT * FROM coin_grants WHERE lot_id = %(lot_id)s;
 -- insert_accounts --
 -- A run of new accounts as one write (the unit of work coalesces consecutive insert_account
 -- writes, migration 0016): one statement instead of one per row.
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO coin_accounts (user_id, version, created_at)
 SELECT na.user_id, na.version, na.now
   FROM jsonb_to_recordset(%(accounts)s::jsonb) AS na(user_id bigint, version integer, now timestamptz);
 
 -- insert_lots --
 -- A run of new lots as one write, as insert_accounts.
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO coin_lots (lot_id, user_id, kind, amount, granted_at, expires_at, available, debited,
                        expired, refunded)
 SELECT nl.lot_id, nl.user_id, nl.kind, nl.amount, nl.granted_at, nl.expires_at, nl.available,
@@ -87,4 +98,5 @@ SELECT nl.lot_id, nl.user_id, nl.kind, nl.amount, nl.granted_at, nl.expires_at, 
 
 -- end_lot --
 -- A reversed payment's lot ends (migration 0018).
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 UPDATE coin_lots SET expires_at = %(expires_at)s WHERE lot_id = %(lot_id)s;

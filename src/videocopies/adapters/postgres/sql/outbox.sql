@@ -1,4 +1,5 @@
 -- insert_outbox --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO outbox (user_id, kind, payload, dedup_key, created_at)
 VALUES (%(user_id)s, %(kind)s, %(payload)s, %(dedup_key)s, now())
     ON CONFLICT (dedup_key) DO NOTHING;

@@ -2,6 +2,7 @@
 SELECT * FROM payments WHERE external_id = %(external_id)s;
 
 -- insert_payment --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO payments (external_id, user_id, coins, paid_amount, currency, received_at)
 VALUES (%(external_id)s, %(user_id)s, %(coins)s, %(paid_amount)s, %(currency)s, %(received_at)s);
 
@@ -16,6 +17,7 @@ SELECT * FROM refunds WHERE external_id = %(external_id)s FOR UPDATE;
 SELECT * FROM refunds ORDER BY requested_at, external_id;
 
 -- upsert_refund --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO refunds (external_id, user_id, coins, requested_by, reason, requested_at, state, finished_at,
                      provider_answer)
 VALUES (%(external_id)s, %(user_id)s, %(coins)s, %(requested_by)s, %(reason)s, %(requested_at)s, %(state)s,
@@ -47,6 +49,7 @@ SELECT * FROM payment_reversals ORDER BY reversed_at, external_id;
 
 -- insert_claim --
 -- A node's word that a payment arrived; confirmed against the provider's list before it credits.
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO payment_claims (external_id, user_id, paid_amount, currency, invoice_payload, node, claimed_at)
 VALUES (%(external_id)s, %(user_id)s, %(paid_amount)s, %(currency)s, %(invoice_payload)s, %(node)s,
         %(claimed_at)s)
@@ -54,6 +57,7 @@ VALUES (%(external_id)s, %(user_id)s, %(paid_amount)s, %(currency)s, %(invoice_p
 
 -- record_charges --
 -- The provider's charges read so far, as one write of many rows.
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO provider_charges (external_id, user_id, paid_amount, currency, invoice_payload, read_at)
 SELECT nc.external_id, nc.user_id, nc.paid_amount, nc.currency, nc.invoice_payload, nc.read_at
   FROM jsonb_populate_recordset(NULL::provider_charges, %(charges)s::jsonb) AS nc
@@ -61,11 +65,13 @@ SELECT nc.external_id, nc.user_id, nc.paid_amount, nc.currency, nc.invoice_paylo
 
 -- move_provider_cursor --
 -- Where the next read of the provider's list starts; it never moves back.
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO provider_cursor (provider, position, read_at)
 VALUES (%(provider)s, %(position)s, %(read_at)s)
     ON CONFLICT (provider) DO UPDATE
    SET position = GREATEST(provider_cursor.position, excluded.position), read_at = excluded.read_at;
 
 -- insert_reversal --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO payment_reversals (external_id, user_id, taken, owed, reason, reversed_at)
 VALUES (%(external_id)s, %(user_id)s, %(taken)s, %(owed)s, %(reason)s, %(reversed_at)s);

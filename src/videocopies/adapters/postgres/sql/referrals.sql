@@ -2,6 +2,7 @@
 SELECT inviter FROM referrals WHERE invitee = %(user_id)s;
 
 -- insert_referral --
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO referrals (invitee, inviter, at) VALUES (%(invitee)s, %(inviter)s, %(at)s);
 
 -- rewarded_referrals --
@@ -12,5 +13,6 @@ SELECT count(*) AS total, count(*) FILTER (WHERE settled_at > %(since)s) AS last
 
 -- settle_referral --
 -- Settled once, at the invitee's first order.
+-- Run at commit inside videocopies_apply (migration 0023), as written here.
 UPDATE referrals SET outcome = %(outcome)s, settled_at = %(settled_at)s
  WHERE invitee = %(invitee)s AND outcome IS NULL;
