@@ -10,11 +10,11 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import attrs
-from fastapi import Depends, FastAPI, Path, Request
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from videocopies.adapters.http.api import IDENTIFIER, NO_NUL, _Body
+from videocopies.adapters.http.shared import IDENTIFIER, NO_NUL, Body, NodeWith
 from videocopies.application import use_cases as uc
 from videocopies.application.errors import NotFound, ProviderNotConfigured, ProviderUnavailable
 from videocopies.application.nodes import Node
@@ -36,7 +36,7 @@ class ControlApiServices:
     payment_doubts: Callable[[], Awaitable[tuple[list[PaymentClaim], list[Reversal]]]] | None = None
 
 
-class GrantIn(_Body):
+class GrantIn(Body):
     user_id: int = Field(ge=1, le=2**53)
     amount: int = Field(ge=1, le=1_000_000)
     reason: str = Field(min_length=1, max_length=500, pattern=NO_NUL)
@@ -53,7 +53,7 @@ class GrantOut(BaseModel):
     granted_by: str
 
 
-class RefundIn(_Body):
+class RefundIn(Body):
     reason: str = Field(min_length=1, max_length=500, pattern=NO_NUL)
 
 
@@ -99,21 +99,24 @@ class ReconcileOut(BaseModel):
     foreign: bool = False  # the provider's list holds none of our payments: nothing was done
 
 
-def add_control_routes(
-    app: FastAPI, services: ControlApiServices, node_with: Callable[[str], Callable[..., Awaitable[Node]]]
-) -> None:
+async def provider_unavailable(_request: Request, exc: ProviderUnavailable) -> JSONResponse:
+    return JSONResponse({"error": "provider_unavailable", "detail": str(exc)}, status_code=503)
+
+
+async def provider_not_configured(_request: Request, exc: ProviderNotConfigured) -> JSONResponse:
+    # Not a passing trouble: this core has no way to the provider until it is configured.
+    return JSONResponse({"error": "provider_not_configured", "detail": str(exc)}, status_code=409)
+
+
+# The app answers these for every route; only control's routes reach the provider.
+CONTROL_ERRORS = {ProviderUnavailable: provider_unavailable, ProviderNotConfigured: provider_not_configured}
+
+
+def control_router(services: ControlApiServices, node_with: NodeWith) -> APIRouter:
+    router = APIRouter(tags=["control"])
     Operator = Annotated[Node, Depends(node_with("admin"))]
 
-    @app.exception_handler(ProviderUnavailable)
-    async def unavailable(_request: Request, exc: ProviderUnavailable) -> JSONResponse:
-        return JSONResponse({"error": "provider_unavailable", "detail": str(exc)}, status_code=503)
-
-    @app.exception_handler(ProviderNotConfigured)
-    async def not_configured(_request: Request, exc: ProviderNotConfigured) -> JSONResponse:
-        # Not a passing trouble: this core has no way to the provider until it is configured.
-        return JSONResponse({"error": "provider_not_configured", "detail": str(exc)}, status_code=409)
-
-    @app.post("/v1/control/grants", tags=["control"])
+    @router.post("/v1/control/grants")
     async def grant(body: GrantIn, node: Operator) -> GrantOut:
         """Give a user coins by hand; recorded with this node's name and the reason."""
         command = uc.GrantCoinsCommand(
@@ -124,7 +127,7 @@ def add_control_routes(
         services.queued()
         return GrantOut(lot_id=lot_id, user_id=body.user_id, amount=body.amount, granted_by=node.name)
 
-    @app.post("/v1/control/payments/{charge_id}/refund", tags=["control"])
+    @router.post("/v1/control/payments/{charge_id}/refund")
     async def refund(charge_id: CHARGE_ID, body: RefundIn, node: Operator) -> RefundOut:
         """Give a purchase back while none of its coins was used: its coins leave the account
         and the Stars go back to the user. Asking again finishes a refund left pending."""
@@ -132,7 +135,7 @@ def add_control_routes(
         services.queued()
         return RefundOut(external_id=done.external_id, state=done.state.value, coins=done.coins)
 
-    @app.get("/v1/control/payments/doubts", tags=["control"])
+    @router.get("/v1/control/payments/doubts")
     async def doubts(_node: Operator) -> DoubtsOut:
         """Payments an edge reported that the provider has not confirmed (no coins were given;
         `node` is the edge that reported it), and credited payments reversed because the
@@ -148,12 +151,14 @@ def add_control_routes(
                                   reversed_at=v.reversed_at.isoformat()) for v in reversals],
         )
 
-    @app.post("/v1/control/payments/reconcile", tags=["control"])
+    @router.post("/v1/control/payments/reconcile")
     async def reconcile(_node: Operator) -> ReconcileOut:
         """Compare with the provider's list now: credit what was missed, finish pending refunds."""
         result = await services.reconcile_payments()
         services.queued()
         return reconcile_out(result)
+
+    return router
 
 
 def reconcile_out(result: uc.ReconciliationResult) -> ReconcileOut:

@@ -1,0 +1,178 @@
+"""Edge's way out: the messages it claims to send, its reports of each, a later try, and the
+duty of the one edge that polls Telegram and sends."""
+
+# No `from __future__ import annotations`: FastAPI reads the dependency annotations at runtime.
+
+import asyncio
+import json
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Annotated, Any
+
+import attrs
+from fastapi import APIRouter, Depends, Path, Response
+
+from videocopies.adapters.http.edge_api import EdgeApiServices
+from videocopies.adapters.http.edge_models import (
+    ClaimOut,
+    DutyIn,
+    DutyOut,
+    OutboxClaimIn,
+    ReportIn,
+    ReportsIn,
+    RetryIn,
+    SentIn,
+)
+from videocopies.adapters.http.shared import NodeWith
+from videocopies.application import use_cases as uc
+from videocopies.application.bot.screens import render
+from videocopies.application.errors import NotFound
+from videocopies.application.nodes import Node
+from videocopies.application.ports import OutboxMessage
+from videocopies.application.use_cases.undeliverable import UNREACHABLE, QueuedMessage, copy_of
+from videocopies.domain.duties import POLL_TELEGRAM
+from videocopies.domain.shared import UserId
+
+MESSAGE_ID = Annotated[int, Path(ge=1, le=2**62)]
+
+
+def outbox_router(services: EdgeApiServices, node_with: NodeWith) -> APIRouter:
+    router = APIRouter(tags=["edge"])
+    Storer = Annotated[Node, Depends(node_with("inbox"))]
+    Sender = Annotated[Node, Depends(node_with("outbox"))]
+
+    @router.post("/v1/outbox/claim", response_model=ClaimOut)
+    async def claim_outbox(body: OutboxClaimIn, _node: Sender) -> Response:
+        """Messages to send, held for this edge for `hold_s`; long-polls up to `wait_s`. Replies
+        come first, then copies with users taking turns; one chat's messages keep their order
+        (send them in the order given). Messages for a user the bot cannot reach, and messages
+        claimed `max_attempts` times without a report, are given up here instead."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + body.wait_s
+        while True:
+            claimed = await services.outbox.claim(services.clock.now(), body.limit, body.hold_s, services.per_user)
+            given_up = await _give_up_dead(services, claimed)
+            if given_up:
+                claimed = [m for m in claimed if m.message_id not in given_up]
+                if not claimed:
+                    continue  # the next ones may be sendable
+            if claimed or loop.time() >= deadline or not await services.news.wait(deadline - loop.time()):
+                break
+        languages = await services.languages(sorted({m.user_id for m in claimed}))
+        messages = []
+        for m in claimed:
+            screen = render(m.kind, m.payload, languages.get(m.user_id, "en"))
+            video = None
+            if screen.video_key:
+                url = None
+                if services.store is not None:
+                    url = await services.store.presigned_url(screen.video_key, services.url_ttl)
+                video = {"key": screen.video_key, "url": url}
+            messages.append({
+                "id": m.message_id, "chat_id": m.user_id, "kind": m.kind, "text": screen.text,
+                "buttons": [[{"text": b.text, "data": b.data} for b in row] for row in screen.buttons],
+                "video": video, "invoice": attrs.asdict(screen.invoice) if screen.invoice else None,
+            })
+        # A batch is hundreds of screens: written out directly, as ClaimOut describes it,
+        # rather than built as models and then checked against them field by field.
+        return Response(json.dumps({"messages": messages}, ensure_ascii=False).encode(), media_type="application/json")
+
+    @router.post("/v1/outbox/{message_id}/sent")
+    async def message_sent(message_id: MESSAGE_ID, body: SentIn, _node: Sender) -> dict[str, Any]:
+        """Telegram took the message (or refused it for good, with `error` and `refusal`). A
+        copy is charged when it was taken, once, however often this is reported."""
+        if await services.outbox.get(message_id) is None:
+            raise NotFound("outbox message", str(message_id))
+        answer = await _record(services, [ReportIn(id=message_id, **body.model_dump(exclude_none=True))])
+        return {"recorded": bool(answer["recorded"]), "debited": answer["debited"]}
+
+    @router.post("/v1/outbox/reports")
+    async def messages_sent(body: ReportsIn, _node: Sender) -> dict[str, int]:
+        """Many reports at once (one per message sent in a batch); the same rules as `/sent`."""
+        answer = await _record(services, body.reports)
+        services.metrics.outbox_sent.inc(answer["recorded"])
+        return answer
+
+    @router.post("/v1/duties/poll-telegram")
+    async def poll_telegram(body: DutyIn, node: Storer) -> DutyOut:
+        """Ask to be (or stay) the one edge that polls Telegram and sends the outbox; ask again
+        well inside `ttl_s` and stop at once when `held` is false or the lease has run out."""
+        if services.hold_duty is None:
+            raise NotFound("duty", POLL_TELEGRAM)
+        if body.stats is not None:
+            services.metrics.edge_reported(node.name, body.stats, services.clock.now())
+        lease = await services.hold_duty(POLL_TELEGRAM, node.name, body.token)
+        return DutyOut(
+            held=lease.held_with(body.token, services.clock.now()), holder=lease.holder, lease_until=lease.lease_until,
+            ttl_s=services.hold_duty.ttl.total_seconds(), term=lease.term,
+        )
+
+    @router.post("/v1/outbox/{message_id}/retry")
+    async def message_retry(message_id: MESSAGE_ID, body: RetryIn, _node: Sender) -> dict[str, str]:
+        """Telegram refused for now (429 retry_after, a network error): send again later, in
+        order. Each claim is an attempt; a message claimed `max_attempts` times is given up
+        instead (a copy among them is not charged): state `given_up`."""
+        message = await services.outbox.get(message_id)
+        if message is None:
+            raise NotFound("outbox message", str(message_id))
+        if message.attempts >= services.max_attempts and services.give_up_messages is not None:
+            why = f"gave up after {message.attempts} attempts: {body.error or 'no reason given'}"
+            await services.give_up_messages([message], why[:1000])
+            services.metrics.outbox_given_up.labels("attempts").inc()
+            services.news.queued()  # this chat's next message may be sent now
+            return {"state": "given_up"}
+        await services.outbox.retry_later(message_id, services.clock.now() + timedelta(seconds=body.after_s))
+        return {"state": "held"}
+
+    return router
+
+
+async def _give_up_dead(services: EdgeApiServices, claimed: Sequence[QueuedMessage]) -> set[int]:
+    blocked = [m for m in claimed if m.blocked]
+    worn = [m for m in claimed if not m.blocked and m.attempts > services.max_attempts]
+    if services.give_up_messages is None or not (blocked or worn):
+        return set()
+    if blocked:
+        await services.give_up_messages(blocked, "blocked")
+        services.metrics.outbox_given_up.labels("blocked").inc(len(blocked))
+    for m in worn:
+        await services.give_up_messages([m], f"gave up after {m.attempts - 1} attempts: never reported")
+    if worn:
+        services.metrics.outbox_given_up.labels("attempts").inc(len(worn))
+    return {m.message_id for m in [*blocked, *worn]}
+
+
+async def _record(services: EdgeApiServices, reports: Sequence[ReportIn]) -> dict[str, int]:
+    """The rules of every report: a copy taken by Telegram is charged once; one refused is
+    dropped, not charged. A refusal that means the user cannot be reached stops serving
+    them; a copy too large to send is announced to its user."""
+    by_id = {r.id: r for r in reports}
+    debited = 0
+    copies = await services.outbox.copies_among(sorted(by_id))
+    for message in copies:
+        report = by_id[message.message_id]
+        if report.error is None:
+            debited += await services.record_delivery(copy_of(message))
+        else:
+            await services.give_up_delivery(copy_of(message))
+    recorded = await services.outbox.sent_many(
+        [(r.id, r.model_dump(exclude_none=True, exclude={"id"})) for r in reports]
+    )
+    for r in reports:
+        if r.error is not None:
+            services.metrics.outbox_given_up.labels(r.refusal or "error").inc()
+    too_large = [m for m in copies if by_id[m.message_id].refusal == "too_large"]
+    if too_large:
+        await services.outbox.queue([
+            OutboxMessage(UserId(m.user_id), "screen", {
+                "screen": "copy_too_large", "n": int(m.payload["index"]) + 1, "copies": m.payload.get("copies", 1),
+            }, f"out:{m.message_id}:too_large")
+            for m in too_large
+        ])
+    unreachable = {r.id: r.refusal for r in reports if r.refusal in UNREACHABLE}
+    if unreachable and services.stop_serving is not None:
+        users = {m.user_id: unreachable[m.message_id] for m in await services.outbox.among(sorted(unreachable))}
+        for user_id, why in sorted(users.items()):
+            await services.stop_serving(uc.StopServingUserCommand(UserId(user_id), str(why)))
+    services.news.queued()  # each chat's next message may be sent now
+    return {"recorded": recorded, "debited": debited}

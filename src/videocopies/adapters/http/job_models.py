@@ -1,0 +1,110 @@
+"""The bodies of the Job API, as workers send and receive them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from videocopies.adapters.http.shared import IDENTIFIER, MAX_BYTES, NO_NUL, Body, StatName
+from videocopies.domain.quality import CopyQuality
+
+MAX_WAIT_S = 60.0
+
+
+class ClaimRequest(Body):
+    wait_s: float = Field(0.0, ge=0.0, le=MAX_WAIT_S, description="Long-poll for up to this many seconds.")
+    limit: int = Field(1, ge=1, le=10)
+    max_source_bytes: int | None = Field(
+        None, ge=0, le=MAX_BYTES, description="Only jobs whose source fits the worker's disk."
+    )
+    stats: dict[StatName, Annotated[int, Field(ge=0, le=2**53)]] | None = Field(
+        None, max_length=16, description="The worker's own figures (scratch_used_bytes, scratch_files), shown in "
+                                         "/metrics as videocopies_scratch{role=\"worker\"}.",
+    )
+
+
+class CopyToRender(BaseModel):
+    index: int
+    plan: dict[str, Any]
+
+
+class ClaimedJobOut(BaseModel):
+    job_id: str
+    order_id: str
+    token: str
+    lease_until: datetime
+    attempt: int
+    source_key: str
+    remaining: list[CopyToRender]
+
+
+class ClaimResponse(BaseModel):
+    jobs: list[ClaimedJobOut]
+
+
+class LeaseBody(Body):
+    token: str = Field(min_length=1, max_length=128, pattern=IDENTIFIER)
+
+
+class RenewResponse(BaseModel):
+    lease_until: datetime
+    cancel_requested: bool
+
+
+class QualityIn(BaseModel):
+    """The quality gate's figures for a copy (see docs/quality.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    ssim: float = Field(ge=-1.0, le=1.0)
+    phash_distance: float = Field(ge=0.0, le=64.0)
+    min_pair_distance: float | None = Field(default=None, ge=0.0, le=64.0)
+    attempt: int = Field(default=0, ge=0, le=10)
+
+    def value(self) -> CopyQuality:
+        return CopyQuality(self.ssim, self.phash_distance, self.min_pair_distance, self.attempt)
+
+
+class CheckpointRequest(LeaseBody):
+    object_key: str = Field(min_length=1, max_length=512, pattern=r"^[A-Za-z0-9._/-]+$")
+    size: int = Field(ge=0, le=MAX_BYTES)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    duration_s: float = Field(ge=0.0, le=86_400.0)
+    width: int = Field(ge=1, le=16_384)
+    height: int = Field(ge=1, le=16_384)
+    quality: QualityIn | None = None
+
+
+class GiveUpRequest(LeaseBody):
+    reason: str = Field(min_length=1, max_length=200, pattern=r"^[a-z_,]+$")
+    quality: QualityIn | None = None
+
+
+class CheckpointResponse(BaseModel):
+    recorded: bool = Field(description="False when this copy was already recorded with the same content.")
+
+
+class CompleteRequest(LeaseBody):
+    receipt_id: str = Field(min_length=1, max_length=128, pattern=IDENTIFIER)
+
+
+class FailRequest(CompleteRequest):
+    reason: str = Field(min_length=1, max_length=2000, pattern=NO_NUL)
+    retryable: bool = True
+
+
+class CancelStatus(BaseModel):
+    cancel_requested: bool
+    lease_until: datetime
+
+
+class UploadRequest(LeaseBody):
+    size: int = Field(ge=0, le=MAX_BYTES)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class NodeOut(BaseModel):
+    name: str
+    role: str
+    scopes: list[str]
