@@ -23,37 +23,23 @@ import logging
 import random
 import ssl
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import attrs
 import httpx
 
+from videocopies.adapters.http.answers import CoreRefused, claimed_from_wire, relocated_to, result_of
 from videocopies.adapters.http.core_urls import PlainHttpRefused, check_core_url, plain_http_elsewhere
 from videocopies.adapters.http.wire import Answer, JsonWire
 from videocopies.adapters.objectstore.files import hash_file, open_temp_beside
 from videocopies.application import use_cases as uc
-from videocopies.application.errors import NotFound
-from videocopies.domain.effects import EffectsPlan
-from videocopies.domain.jobs import CopyArtifact, LeaseLossReason, LeaseLost
+from videocopies.domain.jobs import CopyArtifact
 from videocopies.domain.quality import CopyQuality
-from videocopies.domain.shared import JobId, OrderId, OwnerToken, WorkerId
+from videocopies.domain.shared import JobId, OwnerToken, WorkerId
 
 log = logging.getLogger(__name__)
 _RETRY_STATUS = {502, 503, 504}
 _CHUNK = 1024 * 1024
-
-
-@attrs.define
-class CoreRefused(Exception):
-    """Core answered with a refusal that retrying cannot change (a bad token, a bad request)."""
-
-    status: int
-    body: dict[str, Any]
-
-    def __str__(self) -> str:
-        return f"core refused ({self.status}): {self.body.get('detail') or self.body}"
 
 
 class CoreUnreachable(Exception):
@@ -117,7 +103,7 @@ class CoreClient:
             except (httpx.TransportError, OSError, TimeoutError) as error:
                 problem: str = f"{type(error).__name__}: {error}"
             else:
-                moved_to = _moved_to(answer) if answer.status == 308 else None
+                moved_to = relocated_to(answer) if answer.status == 308 else None
                 if moved_to and plain_http_elsewhere(moved_to) and not self._allow_plain_http:
                     self.moves_refused += 1
                     log.warning("core %s sent this node to %s over plain HTTP: not followed", self.base_url, moved_to)
@@ -128,7 +114,7 @@ class CoreClient:
                     await self._move(moved_to)  # the old core did nothing with this call
                     continue
                 elif answer.status not in _RETRY_STATUS:
-                    return _answer(answer, path)
+                    return result_of(answer, path)
                 else:
                     problem = f"HTTP {answer.status}"
             if loop.time() + delay > give_up:
@@ -200,37 +186,6 @@ def _storage_answer(response: httpx.Response, *ok: int) -> None:
     if response.status_code >= 500:
         raise _StorageBusy(f"HTTP {response.status_code}")
     raise CoreRefused(response.status_code, {"detail": f"storage refused: HTTP {response.status_code}"})
-
-
-def _moved_to(answer: Answer) -> str | None:
-    """The new core a deploy points this node to (see Relocation in the API)."""
-    url = answer.headers.get("x-videocopies-moved", "")
-    return url if url.startswith(("http://", "https://")) else None
-
-
-def _answer(answer: Answer, path: str) -> Any:
-    try:
-        body = json.loads(answer.body)
-    except ValueError:
-        body = {"detail": answer.body[:200].decode(errors="replace")}
-    if answer.status < 300:
-        return body
-    reason = body.get("reason") if isinstance(body, dict) else None
-    error = body.get("error") if isinstance(body, dict) else None
-    if error in ("lease_lost", "not_your_job"):
-        job_id = path.split("/")[3]
-        raise LeaseLost(JobId(job_id), LeaseLossReason(reason or "not_leased"))
-    if answer.status == 404:
-        raise NotFound("job", path)
-    raise CoreRefused(answer.status, body if isinstance(body, dict) else {"detail": str(body)})
-
-
-def claimed_from_wire(data: dict[str, Any]) -> uc.ClaimedJob:
-    return uc.ClaimedJob(
-        JobId(data["job_id"]), OrderId(data["order_id"]), OwnerToken(data["token"]),
-        datetime.fromisoformat(data["lease_until"]), int(data["attempt"]), data["source_key"],
-        tuple((int(c["index"]), EffectsPlan.from_dict(c["plan"])) for c in data["remaining"]),
-    )
 
 
 class HttpJobLeases:

@@ -1,0 +1,59 @@
+"""What core's answers mean to a node: a result, a refusal (`CoreRefused`, `LeaseLost`,
+`NotFound`), the relocation a deploy sends, and a claimed job as the Job API spells it."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from videocopies.adapters.http.wire import Answer
+from videocopies.application import use_cases as uc
+from videocopies.application.errors import NotFound
+from videocopies.domain.effects import EffectsPlan
+from videocopies.domain.jobs import LeaseLossReason, LeaseLost
+from videocopies.domain.shared import JobId, OrderId, OwnerToken
+
+
+@attrs.define
+class CoreRefused(Exception):
+    """Core answered with a refusal that retrying cannot change (a bad token, a bad request)."""
+
+    status: int
+    body: dict[str, Any]
+
+    def __str__(self) -> str:
+        return f"core refused ({self.status}): {self.body.get('detail') or self.body}"
+
+
+def relocated_to(answer: Answer) -> str | None:
+    """The new core a deploy points this node to (see Relocation in the API)."""
+    url = answer.headers.get("x-videocopies-moved", "")
+    return url if url.startswith(("http://", "https://")) else None
+
+
+def result_of(answer: Answer, path: str) -> Any:
+    try:
+        body = json.loads(answer.body)
+    except ValueError:
+        body = {"detail": answer.body[:200].decode(errors="replace")}
+    if answer.status < 300:
+        return body
+    reason = body.get("reason") if isinstance(body, dict) else None
+    error = body.get("error") if isinstance(body, dict) else None
+    if error in ("lease_lost", "not_your_job"):
+        job_id = path.split("/")[3]
+        raise LeaseLost(JobId(job_id), LeaseLossReason(reason or "not_leased"))
+    if answer.status == 404:
+        raise NotFound("job", path)
+    raise CoreRefused(answer.status, body if isinstance(body, dict) else {"detail": str(body)})
+
+
+def claimed_from_wire(data: dict[str, Any]) -> uc.ClaimedJob:
+    return uc.ClaimedJob(
+        JobId(data["job_id"]), OrderId(data["order_id"]), OwnerToken(data["token"]),
+        datetime.fromisoformat(data["lease_until"]), int(data["attempt"]), data["source_key"],
+        tuple((int(c["index"]), EffectsPlan.from_dict(c["plan"])) for c in data["remaining"]),
+    )
