@@ -77,6 +77,6 @@ def create_app(
         app.include_router(outbox_router(edge, node_with))
     if control is not None:
         for error, handler in CONTROL_ERRORS.items():
-            app.add_exception_handler(error, handler)
+            app.exception_handler(error)(handler)
         app.include_router(control_router(control, node_with))
     return app

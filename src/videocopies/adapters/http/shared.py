@@ -6,7 +6,7 @@ dependency, and signed storage URLs."""
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
@@ -49,7 +49,7 @@ class Forbidden(Exception):
     """The node may not do this: answered 403 with the reason."""
 
 
-REFUSALS = {401: {"model": Problem}, 403: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}}
+REFUSALS: dict[int | str, dict[str, Any]] = {status: {"model": Problem} for status in (401, 403, 404, 409)}
 
 BEARER = HTTPBearer(auto_error=False)
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]
