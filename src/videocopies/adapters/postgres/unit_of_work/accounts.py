@@ -1,0 +1,115 @@
+"""Coin accounts: the aggregate loaded with its lots and open reservations, locked; at commit
+the rows that changed since the load (a snapshot of each account's children tells which)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from videocopies.adapters.postgres import mappers
+from videocopies.adapters.postgres.unit_of_work.write_set import Transaction, Writes
+from videocopies.domain.coins import CoinAccount
+from videocopies.domain.shared import UserId
+
+
+def _account_snapshot(account: CoinAccount) -> dict[str, Any]:
+    return {
+        "lots": {
+            lot.lot_id: (lot.available, lot.debited, lot.expired, lot.refunded, lot.expires_at) for lot in account.lots
+        },
+        "reservations": {
+            r.order_id: (r.debited, r.released, r.open, tuple(h.held for h in r.holds), frozenset(r.debit_keys))
+            for r in account.reservations.values()
+        },
+    }
+
+
+class PostgresAccounts:
+    def __init__(self, uow: Transaction) -> None:
+        self._uow = uow
+        self.loaded: dict[UserId, tuple[CoinAccount, int, dict[str, Any]]] = {}
+        self.added: dict[UserId, CoinAccount] = {}
+        self.absent: set[UserId] = set()  # prefetched and not there: no second look
+
+    async def get(self, user_id: UserId) -> CoinAccount | None:
+        if user_id in self.added:
+            return self.added[user_id]
+        if user_id in self.loaded:
+            return self.loaded[user_id][0]
+        if user_id in self.absent:
+            return None
+        row = await self._uow.locked_fetchone("load_account", {"user_id": user_id})
+        return None if row is None else self.remember(user_id, row)
+
+    def remember(self, user_id: UserId, row: dict[str, Any]) -> CoinAccount:
+        account = mappers.account_from_row(user_id, row)
+        self.loaded[user_id] = (account, account.version, _account_snapshot(account))
+        return account
+
+    async def add(self, account: CoinAccount) -> None:
+        self.added[account.account_id] = account
+
+    async def with_lots_expiring(self, now: datetime, limit: int) -> Sequence[CoinAccount]:
+        rows = await self._uow.fetchall("accounts_with_expiring_lots", {"now": now, "limit": limit})
+        return [a for row in rows if (a := await self.get(UserId(row["user_id"]))) is not None]
+
+    def writes(self, now: datetime) -> Writes:
+        # Every new account before any of their children: a batch of newcomers becomes one
+        # run of account inserts and one of lot inserts (see _coalesced).
+        out: Writes = [
+            ("insert_account", {"user_id": account.account_id, "version": account.version, "now": now})
+            for account in self.added.values()
+        ]
+        for account in self.added.values():
+            out += self._children(account, {"lots": {}, "reservations": {}})
+        for account, loaded, snapshot in self.loaded.values():
+            if account.version == loaded:
+                continue
+            out.append(
+                (
+                    "update_account_version",
+                    {"user_id": account.account_id, "version": account.version, "loaded": loaded},
+                )
+            )
+            out += self._children(account, snapshot)
+        return out
+
+    def _children(self, account: CoinAccount, before: dict[str, Any]) -> Writes:
+        out: Writes = []
+        user_id = account.account_id
+        for lot in account.lots:
+            was = before["lots"].get(lot.lot_id)
+            if was is None:
+                out.append(("insert_lot", mappers.lot_params(user_id, lot)))
+            else:
+                if was[:4] != (lot.available, lot.debited, lot.expired, lot.refunded):
+                    out.append(("update_lot", mappers.lot_change_params(lot)))
+                if was[4] != lot.expires_at:  # a reversed lot ends (migration 0018)
+                    out.append(("end_lot", {"lot_id": lot.lot_id, "expires_at": lot.expires_at}))
+        for r in account.reservations.values():
+            was = before["reservations"].get(r.order_id)
+            params = {
+                "order_id": r.order_id,
+                "user_id": user_id,
+                "amount": r.amount,
+                "debited": r.debited,
+                "released": r.released,
+                "open": r.open,
+            }
+            if was is None:
+                out.append(("insert_reservation", params))
+                old_holds: tuple[int, ...] = ()
+                old_keys: frozenset[str] = frozenset()
+            else:
+                if was[:3] != (r.debited, r.released, r.open):
+                    out.append(("update_reservation", params))
+                old_holds, old_keys = was[3], was[4]
+            for seq, hold in enumerate(r.holds):
+                if seq >= len(old_holds) or old_holds[seq] != hold.held:
+                    out.append(
+                        ("upsert_hold", {"order_id": r.order_id, "seq": seq, "lot_id": hold.lot_id, "held": hold.held})
+                    )
+            for key in sorted(r.debit_keys - old_keys):
+                out.append(("insert_debit", {"order_id": r.order_id, "key": key}))
+        return out

@@ -1,0 +1,229 @@
+"""The transaction: a pooled connection held for one unit of work, its opening read, its write
+set sent with the COMMIT."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from videocopies.adapters.postgres.payment_claims import PostgresClaims, PostgresReversals, referral_from_row
+from videocopies.adapters.postgres.queries import sql
+from videocopies.adapters.postgres.unit_of_work import write_set
+from videocopies.adapters.postgres.unit_of_work.accounts import PostgresAccounts
+from videocopies.adapters.postgres.unit_of_work.errors import translate
+from videocopies.adapters.postgres.unit_of_work.jobs import PostgresJobs
+from videocopies.adapters.postgres.unit_of_work.orders import PostgresOrders
+from videocopies.adapters.postgres.unit_of_work.records import (
+    PostgresCapacity,
+    PostgresGrants,
+    PostgresOutbox,
+    PostgresPayments,
+    PostgresReceipts,
+    PostgresReferrals,
+    PostgresRefunds,
+    PostgresRefusals,
+)
+from videocopies.domain.receipts import Receipt
+from videocopies.domain.shared import JobId, OrderId, UserId
+
+_IDLE = psycopg.pq.TransactionStatus.IDLE
+
+
+class PostgresUnitOfWork:
+    """Reads lock what they load (only the rows asked for); writes are sent together at commit,
+    in one round trip, after the aggregates' own rules have run. The unit of work opens its
+    transaction itself (its connection is in autocommit while it holds it), so the BEGIN
+    travels with the first read instead of costing a round trip of its own."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self.pending: write_set.Writes = []  # plain inserts queued by record repositories
+        self.late: write_set.Writes = []  # inserts that reference aggregates written at commit
+        self.accounts = PostgresAccounts(self)
+        self.orders = PostgresOrders(self)
+        self.jobs = PostgresJobs(self)
+        self.receipts = PostgresReceipts(self)
+        self.payments = PostgresPayments(self)
+        self.refunds = PostgresRefunds(self)
+        self.claims = PostgresClaims(self)
+        self.reversals = PostgresReversals(self)
+        self.referrals = PostgresReferrals(self)
+        self.grants = PostgresGrants(self)
+        self.refusals = PostgresRefusals(self)
+        self.outbox = PostgresOutbox(self)
+        self.capacity = PostgresCapacity(self)
+
+    async def __aenter__(self) -> PostgresUnitOfWork:
+        conn = await self._pool.getconn()
+        try:
+            # The unit of work sends BEGIN itself, in the round trip of its first read.
+            await conn.set_autocommit(True)
+        except BaseException:
+            await self._pool.putconn(conn)
+            raise
+        self._conn = conn
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            if conn.info.transaction_status != _IDLE:
+                await conn.rollback()
+            await conn.set_autocommit(False)
+        except BaseException:
+            await conn.close()  # in an unknown state: the pool replaces it
+            raise
+        finally:
+            await self._pool.putconn(conn)
+
+    @property
+    def conn(self) -> psycopg.AsyncConnection[Any]:
+        if self._conn is None:
+            raise RuntimeError("unit of work used outside its `async with` block")
+        return self._conn
+
+    async def _begin(self) -> None:
+        if self.conn.info.transaction_status == _IDLE:
+            await self._send(self.conn.cursor(), write_set.begin_statement())
+
+    async def fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        try:
+            await self._begin()
+            async with self.conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(sql(query), params)
+                return await cur.fetchone()
+        except psycopg.Error as error:
+            raise translate(error) from error
+
+    async def fetchall(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        try:
+            await self._begin()
+            async with self.conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(sql(query), params)
+                return await cur.fetchall()
+        except psycopg.Error as error:
+            raise translate(error) from error
+
+    async def prefetch(
+        self,
+        orders: Sequence[OrderId] = (),
+        accounts: Sequence[UserId] = (),
+        *,
+        jobs: Sequence[JobId] = (),
+        receipts: Sequence[str] = (),
+        referrals: Sequence[UserId] = (),
+        their_orders: bool = False,
+        their_accounts: bool = False,
+    ) -> None:
+        """Lock and load all of these in one round trip (videocopies_load): the first read of the
+        unit of work also carries its BEGIN. Locks go jobs, orders, accounts, referrals, each
+        kind in id order."""
+        if their_orders:  # jobs loaded earlier bring their orders from here
+            orders = [*orders, *(job.order_id for j in jobs if (job := self.jobs.known(j)) is not None)]
+        if their_accounts:
+            accounts = [*accounts, *(o.user_id for i in orders if (o := self.orders.known(i)) is not None)]
+        reads: dict[str, Any] = {
+            "receipts": [r for r in dict.fromkeys(receipts) if r not in self.receipts.known],
+            "jobs": [j for j in jobs if not self.jobs.knows(j)],
+            "orders": [o for o in orders if o not in self.orders.loaded and o not in self.orders.added],
+            "accounts": [a for a in accounts if a not in self.accounts.loaded and a not in self.accounts.added],
+            "referrals": [i for i in referrals if i not in self.referrals.known],
+        }
+        reads = {key: ids for key, ids in reads.items() if ids}
+        if reads:
+            await self.read(reads | {"their_orders": their_orders, "their_accounts": their_accounts})
+
+    async def read(self, reads: dict[str, Any]) -> dict[str, Any]:
+        """One call of videocopies_load; what it finds is remembered by the repositories."""
+        try:
+            found = await self._load(write_set.load_statement(self.conn, reads))
+        except psycopg.Error as error:
+            raise translate(error) from error
+        for row in found["receipts"]:
+            self.receipts.known[row["receipt_id"]] = Receipt(row["receipt_id"], row["fingerprint"], row["result"])
+        self.receipts.known.update((r, None) for r in reads.get("receipts", ()) if r not in self.receipts.known)
+        for row in found["jobs"]:
+            self.jobs.remember(row)
+        self.jobs.absent.update(j for j in reads.get("jobs", ()) if not self.jobs.knows(j))
+        for row in found["orders"]:
+            if row["order_id"] not in self.orders.loaded and row["order_id"] not in self.orders.added:
+                self.orders.remember(row)
+        for row in found["accounts"]:
+            user_id = UserId(row["user_id"])
+            if user_id not in self.accounts.loaded and user_id not in self.accounts.added:
+                self.accounts.remember(user_id, row)
+        self.accounts.absent.update(
+            UserId(a) for a in found["account_ids"] if a not in self.accounts.loaded and a not in self.accounts.added
+        )
+        for row in found["referrals"]:
+            self.referrals.known[UserId(row["invitee"])] = referral_from_row(row)
+        self.referrals.known.update((i, None) for i in reads.get("referrals", ()) if i not in self.referrals.known)
+        return found
+
+    async def _load(self, statement: bytes) -> Any:
+        cursor = self.conn.cursor()
+        opening = self.conn.info.transaction_status == _IDLE
+        await self._send(cursor, write_set.opening() + statement if opening else statement)
+        if opening:
+            cursor.nextset()
+        row = await cursor.fetchone()
+        return row[0] if row else None
+
+    async def locked_fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """Lock a row and read it with what hangs off it. A statement that waited for the lock
+        read the rest from its old snapshot; its `seen_version` then lags, and the load runs
+        again as a new statement with the lock already held."""
+        row = await self.fetchone(query, params)
+        if row is not None and row["seen_version"] != row["version"]:
+            row = await self.fetchone(query, params)
+        return row
+
+    async def commit(self, durable: bool = True) -> None:
+        """Every write and the COMMIT go in one round trip; a fenced write that matches no row
+        aborts it from inside the database (see write_set.apply_statement). Not `durable`: the COMMIT
+        does not wait for its WAL flush (synchronous_commit off for this transaction alone)."""
+        now = datetime.now(UTC)
+        # Aggregates first, then the records that reference them, then the plain inserts.
+        writes = [
+            *self.accounts.writes(now), *self.orders.writes(), *self.jobs.writes(now), *self.late, *self.pending,
+        ]
+        try:
+            if writes:
+                opening = write_set.opening() if self.conn.info.transaction_status == _IDLE else b""
+                relaxed = b"" if durable else write_set.relaxed()
+                await self._send(self.conn.cursor(), opening + relaxed + write_set.apply_statement(self.conn, writes))
+            await self.conn.commit()
+        except psycopg.Error as error:
+            await self.conn.rollback()
+            raise translate(error) from error
+        self._forget()
+
+    async def _send(self, cursor: psycopg.AsyncCursor[Any], batch: bytes) -> None:
+        """A simple query (never prepared: it may hold several statements)."""
+        await cursor.execute(batch, prepare=False)
+
+    async def rollback(self) -> None:
+        await self.conn.rollback()
+        self._forget()
+
+    def _forget(self) -> None:
+        for repo in (self.accounts, self.orders, self.jobs):
+            repo.loaded.clear()
+            repo.added.clear()
+        self.accounts.absent.clear()
+        self.jobs.absent.clear()
+        self.receipts.known.clear()
+        self.referrals.known.clear()
+        self.pending.clear()
+        self.late.clear()
