@@ -12,8 +12,8 @@ import attrs
 from dependency_injector import providers
 
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.events import BotUser, InboxEvent
 from videocopies.application.errors import ApplicationError
+from videocopies.application.ports import BotUser, InboxEvent
 from videocopies.domain.coins import Balance, CoinAccount
 from videocopies.domain.jobs import CopyArtifact, Job
 from videocopies.domain.orders import Order, OrderClosed

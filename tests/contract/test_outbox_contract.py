@@ -12,8 +12,7 @@ import pytest
 from videocopies.adapters.memory.bot import InMemoryOutboxQueue
 from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.events import BotUser, InboxEvent
-from videocopies.application.ports import OutboxMessage
+from videocopies.application.ports import BotUser, InboxEvent, OutboxMessage
 from videocopies.domain.coins import LotKind
 from videocopies.domain.jobs import CopyArtifact
 from videocopies.domain.orders import OrderState

@@ -20,10 +20,10 @@ from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
 from videocopies.adapters.postgres.objects import PostgresObjectRows
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo
 from videocopies.application.bot.screens import Screen, render
 from videocopies.application.errors import Conflict
 from videocopies.application.objects import SOURCE_GONE, ObjectLifecycle
+from videocopies.application.ports import BotUser, InboxEvent, StoredVideo
 from videocopies.domain.objects import Lifetimes
 from videocopies.domain.shared import UserId
 from videocopies.embedded.postgres import LocalPostgres

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.events import BotUser, InboxEvent, PaidInvoice
 from videocopies.application.errors import NotFound, ProviderUnavailable
+from videocopies.application.ports import BotUser, InboxEvent, PaidInvoice
 from videocopies.domain.coins import InsufficientCoins, LotKind, LotNotRefundable
 from videocopies.domain.payments import DEFAULT_PACKAGES, AlreadyRefunded, ProviderTransaction, RefundState
 from videocopies.domain.shared import LotId, UserId

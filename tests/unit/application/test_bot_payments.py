@@ -10,9 +10,8 @@ from datetime import timedelta
 
 import pytest
 
-from videocopies.application.bot.events import BotUser, InboxEvent, PaidInvoice, StoredVideo
 from videocopies.application.bot.screens import Screen, render
-from videocopies.application.ports import OutboxMessage
+from videocopies.application.ports import BotUser, InboxEvent, OutboxMessage, PaidInvoice, StoredVideo
 from videocopies.domain.coins import LotKind
 from videocopies.domain.payments import ProviderTransaction
 from videocopies.domain.shared import UserId

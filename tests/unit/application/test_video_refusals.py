@@ -11,9 +11,9 @@ import pytest
 
 from videocopies.adapters.memory.bot import InMemoryBotUsers, InMemoryInbox
 from videocopies.application.bot.conversation import BotSettings, Conversation
-from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo
 from videocopies.application.bot.inbox import InboxProcessor
 from videocopies.application.bot.screens import Screen, render
+from videocopies.application.ports import BotUser, InboxEvent, StoredVideo
 from videocopies.domain.shared import UserId
 
 BOB = BotUser(UserId(8), "en", "Bob")

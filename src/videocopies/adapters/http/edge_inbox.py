@@ -22,7 +22,10 @@ from videocopies.adapters.http.edge_models import (
     UserIn,
 )
 from videocopies.adapters.http.shared import Forbidden, NodeWith, SignedUrl, signed_url
-from videocopies.application.bot.events import (
+from videocopies.application.bot.screens import text
+from videocopies.application.errors import NotFound
+from videocopies.application.nodes import Node
+from videocopies.application.ports import (
     REASON_CHARS,
     UNREADABLE,
     BotUser,
@@ -31,9 +34,6 @@ from videocopies.application.bot.events import (
     StoredVideo,
     language_of,
 )
-from videocopies.application.bot.screens import text
-from videocopies.application.errors import NotFound
-from videocopies.application.nodes import Node
 from videocopies.domain.payments import OfferWithdrawn
 from videocopies.domain.shared import UserId
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from videocopies.adapters.http.shared import IDENTIFIER, MAX_BYTES, NO_NUL, Body, StatName
-from videocopies.application.bot.events import REASON_CHARS
+from videocopies.application.ports import REASON_CHARS
 
 SOURCE_KEY = r"^sources/[0-9]+/[A-Za-z0-9._-]+$"
 

@@ -20,8 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres.mappers import order_from_row
 from videocopies.adapters.postgres.queries import sql
-from videocopies.application.bot.events import BotUser, InboxEvent, StoredVideo
-from videocopies.application.ports import OutboxMessage
+from videocopies.application.ports import BotUser, InboxEvent, OutboxMessage, StoredVideo
 from videocopies.domain.shared import OrderId, UserId
 
 

@@ -26,8 +26,8 @@ from videocopies.adapters.telegram.botapi import LeanBotApi
 from videocopies.adapters.telegram.downloads import Downloads
 from videocopies.adapters.telegram.sender import BlockedChats
 from videocopies.adapters.telegram.supervise import sleep_unless, until_stopped
-from videocopies.application.bot.events import language_of
 from videocopies.application.bot.screens import text
+from videocopies.application.ports import language_of
 
 log = logging.getLogger(__name__)
 ALLOWED_UPDATES = ["message", "callback_query", "pre_checkout_query"]

@@ -7,17 +7,25 @@ event again (after a crash before it was marked done) says nothing twice.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.events import UNREADABLE, BotUser, InboxEvent, PaidInvoice, StoredVideo
 from videocopies.application.errors import Conflict, NotFound, ServiceBusy
 from videocopies.application.objects import SOURCE_GONE
-from videocopies.application.ports import Clock, OutboxMessage
+from videocopies.application.ports import (
+    UNREADABLE,
+    BotUser,
+    BotUsers,
+    Clock,
+    InboxEvent,
+    OutboxMessage,
+    PaidInvoice,
+    StoredVideo,
+)
 from videocopies.domain.coins import CoinAccount, InsufficientCoins, LotKind, parse_invite
 from videocopies.domain.orders import OrderNotInState, OrderState
 from videocopies.domain.payments import DEFAULT_PACKAGES, PackageCatalog, PaymentMismatch
@@ -38,24 +46,6 @@ _HISTORY = "/history"
 _BUTTON_MAC_BYTES = 12  # with the key id, a button stays well under Telegram's 64 bytes
 _HOUR = timedelta(hours=1)
 _READS_BALANCE = ("/start", "/balance")
-
-
-class BotUsers(Protocol):
-    async def remember(self, user: BotUser, now: datetime) -> bool:
-        """Store (or update) the user; True on first contact."""
-        ...
-    async def remember_many(self, users: Sequence[BotUser], now: datetime) -> set[UserId]:
-        """Store (or update) each user (one per id); returns those seen for the first time."""
-        ...
-    async def set_source(self, user_id: UserId, video: StoredVideo | None) -> None: ...
-    async def source(self, user_id: UserId) -> StoredVideo | None: ...
-    async def language(self, user_id: UserId) -> str: ...
-    async def history(self, user_id: UserId, limit: int) -> Sequence[Mapping[str, Any]]:
-        """Recent confirmed orders, newest first: created_at, copies, state, charged."""
-        ...
-    async def orders_since(self, user_id: UserId, since: datetime) -> int:
-        """How many orders the user confirmed since then."""
-        ...
 
 
 @attrs.frozen

@@ -16,49 +16,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime, timedelta
-from typing import Protocol
+from datetime import timedelta
 
 import attrs
 
 from videocopies.application.bot.conversation import Conversation
-from videocopies.application.bot.events import InboxEvent, StoredVideo
-from videocopies.application.ports import Clock, OutboxMessage
+from videocopies.application.ports import Clock, Inbox, InboxEvent, OutboxMessage
 from videocopies.domain.shared import UserId
 
 log = logging.getLogger(__name__)
-
-
-class Inbox(Protocol):
-    async def add(self, events: Sequence[InboxEvent], now: datetime) -> int:
-        """Store new events (an update id seen before is skipped); returns how many were new."""
-        ...
-    async def lease_users(self, now: datetime, seconds: float, limit: int) -> Sequence[UserId]:
-        """Up to `limit` users with pending events nobody else holds, for `seconds`; not a
-        user whose next event waits for its file (unless it has waited past the fetch timeout)."""
-        ...
-    async def pending(self, user_ids: Sequence[UserId]) -> Sequence[InboxEvent]:
-        """These users' unhandled events, oldest first."""
-        ...
-    async def done(self, event: InboxEvent, replies: Sequence[OutboxMessage], outcome: str) -> None:
-        """Mark handled and queue the replies, in one transaction."""
-        ...
-    async def done_many(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
-        """`done` for many events, in one transaction; the replies queued in this order."""
-        ...
-    async def release(self, user_ids: Sequence[UserId]) -> None:
-        """Give the users back: forgotten when nothing is pending, else free for the next turn."""
-        ...
-    async def complete_video(self, update_id: int, user_id: UserId, video: StoredVideo) -> bool:
-        """Edge fetched (or could not fetch) the file of a waiting video event; its user is
-        free to be handled at once. False when no such event waits."""
-        ...
-    async def waiting_for_file(self, update_id: int, user_id: UserId) -> bool:
-        """This user's video event is stored and still waits for its file (edge may put its source)."""
-        ...
-    async def fetching(self, limit: int) -> Sequence[InboxEvent]:
-        """Video events still waiting for their file, oldest first (for an edge that starts)."""
-        ...
 
 
 class InboxProcessor:

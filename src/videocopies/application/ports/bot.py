@@ -1,4 +1,6 @@
-"""What edge stores in core's inbox: a Telegram update, reduced to what core decides on.
+"""The bot's ports: the inbox and its events, and the users the bot knows.
+
+What edge stores in core's inbox is a Telegram update, reduced to what core decides on.
 
 Edge does the Telegram I/O (a video is already in object storage when its event arrives);
 core never waits on Telegram. Every event carries Telegram's update id, which makes storing
@@ -7,12 +9,13 @@ it idempotent: an edge that retries after a lost answer stores nothing twice.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
+from videocopies.application.ports.unit_of_work import OutboxMessage
 from videocopies.domain.shared import UserId
 
 
@@ -122,3 +125,53 @@ class InboxEvent:
             payload.get("text"), StoredVideo(**video) if video else None, payload.get("data"), event_id,
             PaidInvoice(**paid) if paid else None, payload.get("reason"), received_at,
         )
+
+
+class BotUsers(Protocol):
+    async def remember(self, user: BotUser, now: datetime) -> bool:
+        """Store (or update) the user; True on first contact."""
+        ...
+    async def remember_many(self, users: Sequence[BotUser], now: datetime) -> set[UserId]:
+        """Store (or update) each user (one per id); returns those seen for the first time."""
+        ...
+    async def set_source(self, user_id: UserId, video: StoredVideo | None) -> None: ...
+    async def source(self, user_id: UserId) -> StoredVideo | None: ...
+    async def language(self, user_id: UserId) -> str: ...
+    async def history(self, user_id: UserId, limit: int) -> Sequence[Mapping[str, Any]]:
+        """Recent confirmed orders, newest first: created_at, copies, state, charged."""
+        ...
+    async def orders_since(self, user_id: UserId, since: datetime) -> int:
+        """How many orders the user confirmed since then."""
+        ...
+
+
+class Inbox(Protocol):
+    async def add(self, events: Sequence[InboxEvent], now: datetime) -> int:
+        """Store new events (an update id seen before is skipped); returns how many were new."""
+        ...
+    async def lease_users(self, now: datetime, seconds: float, limit: int) -> Sequence[UserId]:
+        """Up to `limit` users with pending events nobody else holds, for `seconds`; not a
+        user whose next event waits for its file (unless it has waited past the fetch timeout)."""
+        ...
+    async def pending(self, user_ids: Sequence[UserId]) -> Sequence[InboxEvent]:
+        """These users' unhandled events, oldest first."""
+        ...
+    async def done(self, event: InboxEvent, replies: Sequence[OutboxMessage], outcome: str) -> None:
+        """Mark handled and queue the replies, in one transaction."""
+        ...
+    async def done_many(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
+        """`done` for many events, in one transaction; the replies queued in this order."""
+        ...
+    async def release(self, user_ids: Sequence[UserId]) -> None:
+        """Give the users back: forgotten when nothing is pending, else free for the next turn."""
+        ...
+    async def complete_video(self, update_id: int, user_id: UserId, video: StoredVideo) -> bool:
+        """Edge fetched (or could not fetch) the file of a waiting video event; its user is
+        free to be handled at once. False when no such event waits."""
+        ...
+    async def waiting_for_file(self, update_id: int, user_id: UserId) -> bool:
+        """This user's video event is stored and still waits for its file (edge may put its source)."""
+        ...
+    async def fetching(self, limit: int) -> Sequence[InboxEvent]:
+        """Video events still waiting for their file, oldest first (for an edge that starts)."""
+        ...
