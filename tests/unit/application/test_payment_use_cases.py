@@ -80,7 +80,7 @@ async def test_reconciliation_credits_what_we_missed_and_reports_what_the_provid
 async def test_a_charge_credited_by_someone_else_meanwhile_credits_nothing_more(shop):
     """The notification and reconciliation race for one charge: the loser finds the winner's
     payment and does nothing, instead of failing."""
-    other = uc.CreditPayment(shop.store.uow_factory(), shop.clock, None)
+    other = uc.CreditPayment(lambda: InMemoryUnitOfWork(shop.store), shop.clock, None)
     raced: list[bool] = []
 
     class Racing(InMemoryUnitOfWork):
