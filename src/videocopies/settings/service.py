@@ -1,4 +1,5 @@
-"""Service settings with safe defaults; every role reads them from the environment."""
+"""The application's settings (prices, grants, leases, retention) with safe defaults: what core
+and the operator commands over the database read from the environment."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from videocopies.domain.payments import DEFAULT_PACKAGES, CoinPackage, PackageCa
 from videocopies.domain.pricing import MIN_SECRET_BYTES, PricingPolicy, QuoteKeys, Tariff
 from videocopies.domain.quality import QualityThresholds
 from videocopies.domain.retention import CheckpointsOutliveCopies, RetentionPolicy
+from videocopies.settings.parse import Environ, cap, days, number, period, whole
 
 DEFAULT_TARIFF = Tariff(version=1, per_copy={1: 5, 5: 4, 10: 3})
 
@@ -41,6 +43,7 @@ class Settings:
     retention: RetentionPolicy = RetentionPolicy()
     prune_every: timedelta | None = timedelta(minutes=10)  # None: no automatic pruning
     prune_batch: int | None = 1000  # None: each table in one statement
+    orders_per_hour: int | None = 30  # new orders a user may confirm in an hour (None: no limit)
 
     @quote_keys.default
     def _quote_keys(self) -> QuoteKeys:
@@ -49,36 +52,34 @@ class Settings:
     @property
     def purchase_valid_for(self) -> timedelta | None:
         return self.grants.valid_for(LotKind.PURCHASE)
-    orders_per_hour: int | None = 30  # new orders a user may confirm in an hour (None: no limit)
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
+    def from_env(cls, environ: Environ | None = None) -> Settings:
         env = os.environ if environ is None else environ
         current, previous = quote_secrets_from_env(env)
         return cls(
             quote_secret=current,
             previous_quote_secret=previous,
-            lease_ttl=timedelta(seconds=float(env.get("VIDEOCOPIES_LEASE_TTL_S", "30"))),
-            duty_ttl=timedelta(seconds=float(env.get("VIDEOCOPIES_DUTY_TTL_S", "10"))),
+            lease_ttl=timedelta(seconds=number(env, "VIDEOCOPIES_LEASE_TTL_S", 30)),
+            duty_ttl=timedelta(seconds=number(env, "VIDEOCOPIES_DUTY_TTL_S", 10)),
             grants=grant_rules_from_env(env),
             packages=packages_from_env(env),
-            reconcile_every=timedelta(seconds=float(env.get("VIDEOCOPIES_RECONCILE_EVERY_S", "600"))),
-            reverse_unknown_after=timedelta(seconds=float(env.get("VIDEOCOPIES_REVERSE_UNKNOWN_AFTER_S", "600"))),
-            expiry_sweep_every=timedelta(seconds=float(env.get("VIDEOCOPIES_EXPIRY_SWEEP_EVERY_S", "60"))),
+            reconcile_every=timedelta(seconds=number(env, "VIDEOCOPIES_RECONCILE_EVERY_S", 600)),
+            reverse_unknown_after=timedelta(seconds=number(env, "VIDEOCOPIES_REVERSE_UNKNOWN_AFTER_S", 600)),
+            expiry_sweep_every=timedelta(seconds=number(env, "VIDEOCOPIES_EXPIRY_SWEEP_EVERY_S", 60)),
             object_lifetimes=Lifetimes(
-                source_grace=_period(env, "VIDEOCOPIES_SOURCE_GRACE_S", 3600),
-                copy_retention=_period(env, "VIDEOCOPIES_COPY_RETENTION_S", 86400),
+                source_grace=period(env, "VIDEOCOPIES_SOURCE_GRACE_S", 3600),
+                copy_retention=period(env, "VIDEOCOPIES_COPY_RETENTION_S", 86400),
             ),
-            objects_sweep_every=_period(  # VIDEOCOPIES_TIDY_S: the stray sweep's old name
-                env, "VIDEOCOPIES_OBJECTS_SWEEP_S", float(env.get("VIDEOCOPIES_TIDY_S") or 60), positive=True
+            objects_sweep_every=period(  # VIDEOCOPIES_TIDY_S: the stray sweep's old name
+                env, "VIDEOCOPIES_OBJECTS_SWEEP_S", period(env, "VIDEOCOPIES_TIDY_S", 60).total_seconds(), positive=True
             ),
-            orders_per_hour=int(env["VIDEOCOPIES_ORDERS_PER_HOUR"]) or None if "VIDEOCOPIES_ORDERS_PER_HOUR" in env
-            else 30,
+            orders_per_hour=whole(env, "VIDEOCOPIES_ORDERS_PER_HOUR", 30, minimum=0) or None,
             **pruning_from_env(env),
         )
 
 
-def quote_secrets_from_env(env: os._Environ[str] | dict[str, str]) -> tuple[bytes, bytes | None]:
+def quote_secrets_from_env(env: Environ) -> tuple[bytes, bytes | None]:
     """VIDEOCOPIES_QUOTE_SECRET signs; VIDEOCOPIES_QUOTE_SECRET_PREVIOUS, while a rotation runs,
     is still accepted. Each at least 32 bytes."""
     current, previous = env.get("VIDEOCOPIES_QUOTE_SECRET"), env.get("VIDEOCOPIES_QUOTE_SECRET_PREVIOUS") or None
@@ -95,32 +96,7 @@ def quote_secrets_from_env(env: os._Environ[str] | dict[str, str]) -> tuple[byte
     return current.encode(), previous.encode() if previous else None
 
 
-def _period(env: os._Environ[str] | dict[str, str], name: str, default: float, positive: bool = False) -> timedelta:
-    """A period in seconds: 0 or more (more than 0 with `positive`)."""
-    value = env.get(name, "").strip() or str(default)
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise SystemExit(f"{name} must be a number of seconds, not {value!r}") from None
-    if seconds < 0 or (positive and seconds == 0):
-        raise SystemExit(f"{name} must be {'more than' if positive else 'at least'} 0 seconds, not {value}")
-    return timedelta(seconds=seconds)
-
-
-def _days(value: str, name: str) -> timedelta | None:
-    """A validity in days, or `never`."""
-    if value.strip().lower() == "never":
-        return None
-    try:
-        days = float(value)
-    except ValueError:
-        raise SystemExit(f"{name} must be a number of days or 'never', not {value!r}") from None
-    if days <= 0:
-        raise SystemExit(f"{name} must be more than 0 days (or 'never')")
-    return timedelta(days=days)
-
-
-def grant_rules_from_env(env: os._Environ[str] | dict[str, str]) -> GrantRules:
+def grant_rules_from_env(env: Environ) -> GrantRules:
     """VIDEOCOPIES_START_BONUS, VIDEOCOPIES_REFERRAL_BONUS (coins), the validity of each
     kind of coin: VIDEOCOPIES_{START,REFERRAL,MANUAL,PURCHASE}_VALID_DAYS (days or `never`),
     and the referral caps: VIDEOCOPIES_REFERRAL_MAX_INVITEES, _MAX_PER_DAY (users or `none`)."""
@@ -128,31 +104,19 @@ def grant_rules_from_env(env: os._Environ[str] | dict[str, str]) -> GrantRules:
     for kind in LotKind:
         name = f"VIDEOCOPIES_{kind.name}_VALID_DAYS"
         if name in env:
-            validity[kind] = _days(env[name], name)
+            validity[kind] = days(env[name], name)
     return GrantRules(
-        start_bonus=int(env.get("VIDEOCOPIES_START_BONUS", "50")),
-        referral_bonus=int(env.get("VIDEOCOPIES_REFERRAL_BONUS", "30")),
+        start_bonus=whole(env, "VIDEOCOPIES_START_BONUS", 50),
+        referral_bonus=whole(env, "VIDEOCOPIES_REFERRAL_BONUS", 30),
         validity=validity,
         referral_caps=ReferralCaps(
-            total=_cap(env, "VIDEOCOPIES_REFERRAL_MAX_INVITEES", ReferralCaps().total),
-            per_day=_cap(env, "VIDEOCOPIES_REFERRAL_MAX_PER_DAY", ReferralCaps().per_day),
+            total=cap(env, "VIDEOCOPIES_REFERRAL_MAX_INVITEES", ReferralCaps().total),
+            per_day=cap(env, "VIDEOCOPIES_REFERRAL_MAX_PER_DAY", ReferralCaps().per_day),
         ),
     )
 
 
-def _cap(env: os._Environ[str] | dict[str, str], name: str, default: int | None) -> int | None:
-    """A referral cap: invited users an inviter is rewarded for, or `none` for no cap."""
-    value = env.get(name, "").strip().lower()
-    if not value:
-        return default
-    if value == "none":
-        return None
-    if not value.isdigit():
-        raise SystemExit(f"{name} must be a number of invited users or `none`, not {value!r}")
-    return int(value)
-
-
-def packages_from_env(env: os._Environ[str] | dict[str, str]) -> PackageCatalog:
+def packages_from_env(env: Environ) -> PackageCatalog:
     """VIDEOCOPIES_COIN_PACKAGES: `stars:coins` pairs, comma-separated (e.g. `50:100,100:220`)."""
     spec = env.get("VIDEOCOPIES_COIN_PACKAGES")
     if not spec:
@@ -166,15 +130,15 @@ def packages_from_env(env: os._Environ[str] | dict[str, str]) -> PackageCatalog:
     return PackageCatalog.of(packages)
 
 
-def quality_thresholds(env: dict[str, str] | None = None) -> QualityThresholds:
+def quality_thresholds(env: Environ | None = None) -> QualityThresholds:
     """The quality gate's floors: VIDEOCOPIES_MIN_SSIM, VIDEOCOPIES_MIN_PHASH_DISTANCE and
     VIDEOCOPIES_MIN_PAIR_DISTANCE override the calibrated defaults (docs/quality.md)."""
     env = os.environ if env is None else env
     defaults = QualityThresholds()
     return QualityThresholds(
-        min_ssim=float(env.get("VIDEOCOPIES_MIN_SSIM", defaults.min_ssim)),
-        min_phash_distance=float(env.get("VIDEOCOPIES_MIN_PHASH_DISTANCE", defaults.min_phash_distance)),
-        min_pair_distance=float(env.get("VIDEOCOPIES_MIN_PAIR_DISTANCE", defaults.min_pair_distance)),
+        min_ssim=number(env, "VIDEOCOPIES_MIN_SSIM", defaults.min_ssim),
+        min_phash_distance=number(env, "VIDEOCOPIES_MIN_PHASH_DISTANCE", defaults.min_phash_distance),
+        min_pair_distance=number(env, "VIDEOCOPIES_MIN_PAIR_DISTANCE", defaults.min_pair_distance),
     )
 
 
@@ -185,18 +149,19 @@ _RETENTION = {  # env name -> the policy's field; seconds, 0 allowed
 }
 
 
-def pruning_from_env(env: os._Environ[str] | dict[str, str]) -> dict[str, Any]:
+def pruning_from_env(environ: Environ | None = None) -> dict[str, Any]:
     """VIDEOCOPIES_RETENTION_{INBOX,OUTBOX,RECEIPTS,QUOTES,CHECKPOINTS}_S (how long a row is kept
     past its end state), VIDEOCOPIES_PRUNE_EVERY_S (0: no automatic pruning) and
     VIDEOCOPIES_PRUNE_BATCH (rows per transaction; 0: a table at once). A checkpoint must
     outlive its copy: its retention is at least VIDEOCOPIES_COPY_RETENTION_S +
     VIDEOCOPIES_SOURCE_GRACE_S."""
+    env = os.environ if environ is None else environ
     defaults = RetentionPolicy()
     policy = RetentionPolicy(**{
-        field: _period(env, name, getattr(defaults, field).total_seconds()) for name, field in _RETENTION.items()
+        field: period(env, name, getattr(defaults, field).total_seconds()) for name, field in _RETENTION.items()
     })
-    copy_lifetime = (_period(env, "VIDEOCOPIES_COPY_RETENTION_S", 86400)
-                     + _period(env, "VIDEOCOPIES_SOURCE_GRACE_S", 3600))
+    copy_lifetime = (period(env, "VIDEOCOPIES_COPY_RETENTION_S", 86400)
+                     + period(env, "VIDEOCOPIES_SOURCE_GRACE_S", 3600))
     try:
         policy.check_copy_lifetime(copy_lifetime)
     except CheckpointsOutliveCopies:
@@ -205,7 +170,7 @@ def pruning_from_env(env: os._Environ[str] | dict[str, str]) -> dict[str, Any]:
             f" copy, so it must be kept at least as long as a copy may be stored, {copy_lifetime.total_seconds():g} s"
             " (VIDEOCOPIES_COPY_RETENTION_S + VIDEOCOPIES_SOURCE_GRACE_S)"
         ) from None
-    every = _period(env, "VIDEOCOPIES_PRUNE_EVERY_S", 600)
+    every = period(env, "VIDEOCOPIES_PRUNE_EVERY_S", 600)
     batch = env.get("VIDEOCOPIES_PRUNE_BATCH", "1000").strip() or "1000"
     if not batch.isdigit():
         raise SystemExit(f"VIDEOCOPIES_PRUNE_BATCH must be a number of rows, not {batch!r}")
