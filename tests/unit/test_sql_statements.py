@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from videocopies.adapters.postgres import queries
+from videocopies.adapters.postgres.retention import WALKS
 
 
 def test_a_statement_is_its_text_without_its_comment_or_final_semicolon() -> None:
@@ -54,3 +55,35 @@ def test_every_write_videocopies_apply_runs_is_a_named_statement() -> None:
     writes = set(re.findall(r"op_name = '(\w+)'", applied))
     assert len(writes) > 20
     assert sorted(writes - set(queries.statements())) == []
+
+
+def test_a_composed_statement_has_each_hole_filled_by_the_part_named_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.sql").write_text(
+        "-- batch --\n-- Fills {rows}.\nWITH {rows}\nSELECT count(*) FROM {rows_name};\n\n"
+        "-- old --\nold AS (SELECT 1);\n\n-- old_name --\nold;\n"
+    )
+    monkeypatch.setattr(queries, "SQL_DIR", tmp_path)
+    for cached in (queries.statements, queries.load, queries.composed):
+        cached.cache_clear()
+    try:
+        assert queries.composed("batch", rows="old", rows_name="old_name") == (
+            "WITH old AS (SELECT 1)\nSELECT count(*) FROM old"
+        )
+        with pytest.raises(queries.UnfilledHole, match=r"batch has holes \['rows', 'rows_name'\], given \['rows'\]"):
+            queries.composed("batch", rows="old")
+        with pytest.raises(queries.UnfilledHole):
+            queries.composed("batch", rows="old", rows_name="old_name", more="old")
+    finally:
+        monkeypatch.undo()
+        for cached in (queries.statements, queries.load, queries.composed):
+            cached.cache_clear()
+
+
+def test_each_prune_batch_is_the_one_statement_with_its_tables_parts() -> None:
+    for walk in WALKS.values():
+        pruning, counting = walk.sql(dry_run=False), walk.sql(dry_run=True)
+        assert pruning.startswith("WITH " + queries.sql(f"walk_{walk.statement}") + ",\n")
+        assert queries.sql(f"take_{walk.statement}") in pruning and "DELETE" not in counting
+        assert pruning.split(queries.sql(f"take_{walk.statement}"))[1] == counting.split(queries.sql("count_due"))[1]

@@ -1,5 +1,7 @@
 """Every SQL statement the application runs, by name, from the files of `sql/`: each statement
-under a `-- name --` header, its leading `--` lines saying what it is for."""
+under a `-- name --` header, its leading `--` lines saying what it is for. A statement may have
+`{holes}` that other named statements fill (`composed`): a rule several statements share is
+written once."""
 
 from __future__ import annotations
 
@@ -11,10 +13,15 @@ import attrs
 
 SQL_DIR = Path(__file__).with_name("sql")
 _HEADER = re.compile(r"^-- (\w+) --$", re.MULTILINE)
+_HOLE = re.compile(r"\{(\w+)\}")
 
 
 class DuplicateStatement(Exception):
     """Two statements share a name: which one runs would depend on the order files are read."""
+
+
+class UnfilledHole(Exception):
+    """A statement was composed with a `{hole}` left open, or with a part it has no hole for."""
 
 
 @attrs.frozen
@@ -56,6 +63,17 @@ def load() -> dict[str, str]:
 
 def sql(name: str) -> str:
     return load()[name]
+
+
+@functools.cache
+def composed(name: str, **parts: str) -> str:
+    """The statement `name` with each `{hole}` filled by the text of the statement `parts` names
+    for it: `composed("prune_batch", walk="walk_inbox", take="take_inbox")`."""
+    text = sql(name)
+    holes = set(_HOLE.findall(text))
+    if holes != set(parts):
+        raise UnfilledHole(f"{name} has holes {sorted(holes)}, given {sorted(parts)}")
+    return _HOLE.sub(lambda hole: sql(parts[hole.group(1)]), text)
 
 
 @functools.cache

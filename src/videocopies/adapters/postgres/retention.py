@@ -7,7 +7,8 @@ just stays for the next pass), and only row locks are taken. Each walk is an ind
 oldest first, stopping after a batch whose every row began after the cutoff (ids grow with
 time and a row ends after it begins; a whole batch allows for clocks a little apart);
 receipts and checkpoints along created_at, quotes along the partial index of quoted orders
-(migration 0020), each up to the cutoff. Each walk's batch is in sql/retention.sql.
+(migration 0020), each up to the cutoff. Each walk's batch is in sql/retention.sql: one
+statement, `prune_batch`, filled with the table's walk and what is done with its due rows.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from psycopg.errors import LockNotAvailable
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from videocopies.adapters.postgres.queries import sql
+from videocopies.adapters.postgres.queries import composed, sql
 from videocopies.domain.retention import Transient
 
 log = logging.getLogger(__name__)
@@ -34,10 +35,11 @@ class _Walk:
     table: str
     keys: tuple[str, ...]  # the walk's order; the last batch's last key is where the next starts
     start: tuple[Any, ...]
-    statement: str  # its batch in sql/retention.sql: prune_<statement>, and prune_<statement>_dry_run
+    statement: str  # in sql/retention.sql: walk_<statement> and take_<statement>
 
     def sql(self, dry_run: bool) -> str:
-        return sql(f"prune_{self.statement}_dry_run" if dry_run else f"prune_{self.statement}")
+        take = "count_due" if dry_run else f"take_{self.statement}"
+        return composed("prune_batch", walk=f"walk_{self.statement}", take=take)
 
 
 WALKS = {
