@@ -8,19 +8,26 @@ import contextlib
 import logging
 import shutil
 import uuid
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
 from videocopies.application.errors import UnusableMedia
-from videocopies.application.ports import CopyInspector, Prober, ProbeResult, Transcoder
-from videocopies.application.use_cases import ClaimedJob
+from videocopies.application.ports import (
+    ClaimedJob,
+    CopyInspector,
+    DiskSpace,
+    JobFiles,
+    JobLeases,
+    Prober,
+    ProbeResult,
+    Transcoder,
+)
 from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.jobs import CopyArtifact, LeaseLost
 from videocopies.domain.quality import MAX_RERENDERS, CopyQuality, QualityThresholds, pair_distance, variant
-from videocopies.domain.shared import JobId, OwnerToken, WorkerId
+from videocopies.domain.shared import WorkerId
 
 log = logging.getLogger(__name__)
 
@@ -29,45 +36,9 @@ class CancelRequested(Exception):
     """Core asked for the job to stop; the copy in hand was finished and recorded."""
 
 
-class JobLeases(Protocol):
-    """The queue as a worker sees it: only the jobs it holds, never coins or orders."""
-
-    async def claim(
-        self, worker_id: WorkerId, limit: int, max_source_bytes: int | None = None
-    ) -> Sequence[ClaimedJob]: ...
-    async def renew(self, job_id: JobId, token: OwnerToken) -> bool:
-        """Extend the lease; True when the user asked to cancel."""
-        ...
-    async def checkpoint(self, job_id: JobId, token: OwnerToken, index: int, artifact: CopyArtifact) -> bool: ...
-    async def give_up_copy(
-        self, job_id: JobId, token: OwnerToken, index: int, reason: str, quality: CopyQuality | None
-    ) -> bool:
-        """The copy failed the quality gate on every allowed render: settle it without a file."""
-        ...
-    async def complete(self, job_id: JobId, token: OwnerToken, receipt_id: str) -> dict[str, Any]: ...
-    async def fail(
-        self, job_id: JobId, token: OwnerToken, reason: str, retryable: bool, receipt_id: str
-    ) -> dict[str, Any]: ...
-    async def acknowledge_cancel(self, job_id: JobId, token: OwnerToken) -> None: ...
-
-
-class JobFiles(Protocol):
-    """A held job's objects: its source to read, and a place for each copy. On another
-    machine this goes through URLs core signs for exactly that job's objects."""
-
-    async def fetch_source(self, job: ClaimedJob, path: Path) -> None: ...
-    async def store_copy(self, job: ClaimedJob, index: int, path: Path) -> tuple[str, int, str]:
-        """Store a verified copy; returns its key, size and SHA-256."""
-        ...
-
-
 def copy_key(order_id: str, index: int, token: str) -> str:
     """A key per owner: a worker that lost its lease can never overwrite a stored copy."""
     return f"copies/{order_id}/{index}-{token[:12]}.mp4"
-
-
-class DiskSpace(Protocol):
-    def free_bytes(self, path: Path) -> int: ...
 
 
 @attrs.define

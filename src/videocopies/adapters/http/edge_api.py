@@ -20,8 +20,7 @@ from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
 from videocopies.application import use_cases as uc
 from videocopies.application.duties import HoldDuty
-from videocopies.application.ports import Clock, Inbox, ObjectStore
-from videocopies.application.use_cases.undeliverable import QueuedMessage
+from videocopies.application.ports import Clock, Inbox, ObjectStore, QueuedMessage
 from videocopies.domain.payments import DEFAULT_PACKAGES, PackageCatalog
 
 

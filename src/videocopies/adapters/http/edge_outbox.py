@@ -28,8 +28,8 @@ from videocopies.application import use_cases as uc
 from videocopies.application.bot.screens import render
 from videocopies.application.errors import NotFound
 from videocopies.application.nodes import Node
-from videocopies.application.ports import OutboxMessage
-from videocopies.application.use_cases.undeliverable import UNREACHABLE, QueuedMessage, copy_of
+from videocopies.application.ports import OutboxMessage, QueuedMessage
+from videocopies.application.use_cases.undeliverable import UNREACHABLE, copy_of
 from videocopies.domain.duties import POLL_TELEGRAM
 from videocopies.domain.shared import UserId
 

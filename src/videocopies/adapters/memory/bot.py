@@ -11,8 +11,8 @@ from typing import Any
 import attrs
 
 from videocopies.adapters.memory.unit_of_work import InMemoryStore
-from videocopies.application.ports import UNREADABLE, BotUser, InboxEvent, OutboxMessage, StoredVideo
-from videocopies.application.use_cases.undeliverable import COPY, QueuedMessage, in_turns
+from videocopies.application.ports import UNREADABLE, BotUser, InboxEvent, OutboxMessage, QueuedMessage, StoredVideo
+from videocopies.application.use_cases.undeliverable import COPY, in_turns
 from videocopies.domain.orders import OrderState
 from videocopies.domain.shared import OrderId, UserId
 

@@ -23,8 +23,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres.peek import glance
 from videocopies.adapters.postgres.queries import sql
-from videocopies.application.ports import OutboxMessage
-from videocopies.application.use_cases.undeliverable import QueuedMessage, in_turns
+from videocopies.application.ports import OutboxMessage, QueuedMessage
+from videocopies.application.use_cases.undeliverable import in_turns
 
 ClaimedMessage = QueuedMessage  # the name edge_api and older callers know
 

@@ -16,6 +16,8 @@ from videocopies.application.ports.bot import (
     StoredVideo,
     language_of,
 )
+from videocopies.application.ports.outbox import OutboxQueue, QueuedMessage, UnreachableUsers
+from videocopies.application.ports.queue import ClaimedJob, DiskSpace, JobFiles, JobLeases
 from videocopies.application.ports.unit_of_work import (
     CapacitySlots,
     Clock,
@@ -47,6 +49,7 @@ from videocopies.application.ports.unit_of_work import (
 )
 
 __all__ = [
+    "ClaimedJob", "DiskSpace", "JobFiles", "JobLeases", "OutboxQueue", "QueuedMessage", "UnreachableUsers",
     "REASON_CHARS", "UNREADABLE", "VIDEO_REFUSALS", "BotUser", "BotUsers", "CapacitySlots", "Clock",
     "CoinAccountRepository", "CopyInspector", "CopyLook", "GrantLog", "GrantRecord", "Ids", "Inbox",
     "InboxEvent", "JobRepository", "Notifier", "ObjectStore", "OrderRepository", "Outbox", "OutboxMessage",

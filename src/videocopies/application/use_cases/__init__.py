@@ -1,7 +1,8 @@
 """One use case per command; each owns one transaction (or a few, never across I/O)."""
 
+from videocopies.application.ports import ClaimedJob, QueuedMessage
 from videocopies.application.use_cases.cancel_order import CancelOrder, CancelOrderCommand
-from videocopies.application.use_cases.claim_job import ClaimedJob, ClaimJob, ClaimJobCommand
+from videocopies.application.use_cases.claim_job import ClaimJob, ClaimJobCommand
 from videocopies.application.use_cases.coins import ExpireCoins, GrantCoins, GrantCoinsCommand, Granted
 from videocopies.application.use_cases.complete_jobs import CompleteJobs
 from videocopies.application.use_cases.confirm_order import ConfirmOrder, ConfirmOrderCommand
@@ -38,7 +39,6 @@ from videocopies.application.use_cases.reconciliation import ReconcilePayments, 
 from videocopies.application.use_cases.record_delivery import GiveUpDelivery, RecordDelivery, RecordDeliveryCommand
 from videocopies.application.use_cases.undeliverable import (
     GiveUpMessages,
-    QueuedMessage,
     Stopped,
     StopServingUser,
     StopServingUserCommand,

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import attrs
 
 from videocopies.application.errors import Conflict
-from videocopies.application.ports import Clock, Ids
+from videocopies.application.ports import ClaimedJob, Clock, Ids
 from videocopies.application.use_cases._common import UowFactory, close_order_for_job, load_order
-from videocopies.domain.effects import EffectsPlan
-from videocopies.domain.shared import JobId, OrderId, OwnerToken, WorkerId
+from videocopies.domain.shared import WorkerId
 
 
 @attrs.frozen
@@ -18,20 +17,6 @@ class ClaimJobCommand:
     worker_id: WorkerId
     limit: int = 1
     max_source_bytes: int | None = None  # what the worker's free disk can take on
-
-
-@attrs.frozen
-class ClaimedJob:
-    """What a worker needs to render: the source, the token for every write, and the
-    remaining copies with the plans fixed at confirmation."""
-
-    job_id: JobId
-    order_id: OrderId
-    token: OwnerToken
-    lease_until: datetime
-    attempt: int
-    source_key: str
-    remaining: tuple[tuple[int, EffectsPlan], ...]
 
 
 class ClaimJob:

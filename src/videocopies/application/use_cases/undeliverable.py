@@ -11,13 +11,11 @@ they are remembered as blocked until they write again.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any, Protocol
 
 import attrs
 
 from videocopies.application.errors import Conflict, NotFound
-from videocopies.application.ports import Clock, OutboxMessage
+from videocopies.application.ports import Clock, OutboxQueue, QueuedMessage, UnreachableUsers
 from videocopies.application.use_cases.cancel_order import CancelOrder, CancelOrderCommand
 from videocopies.application.use_cases.record_delivery import GiveUpDelivery, RecordDeliveryCommand
 from videocopies.domain.shared import DomainError, OrderId, UserId
@@ -25,18 +23,6 @@ from videocopies.domain.shared import DomainError, OrderId, UserId
 COPY = "copy_ready"
 REFUSALS = ("blocked", "chat_not_found", "too_large", "rejected", "gave_up")
 UNREACHABLE = ("blocked", "chat_not_found")  # refusals that mean the user cannot be reached at all
-
-
-@attrs.frozen
-class QueuedMessage:
-    """An outbox row as a sender sees it."""
-
-    message_id: int
-    user_id: int
-    kind: str
-    payload: dict[str, Any]
-    attempts: int = 0  # claims so far, this one included
-    blocked: bool = False  # its user cannot be reached: give it up, do not send it
 
 
 def in_turns(messages: Sequence[QueuedMessage]) -> list[QueuedMessage]:
@@ -52,27 +38,6 @@ def in_turns(messages: Sequence[QueuedMessage]) -> list[QueuedMessage]:
         copy = m.user_id in behind_copy
         keys[m.message_id] = (copy, position[m.user_id] if copy else 0, m.message_id)
     return sorted(messages, key=lambda m: keys[m.message_id])
-
-
-class OutboxQueue(Protocol):
-    async def unsent_of(self, user_id: int) -> Sequence[QueuedMessage]:
-        """Every message of this user not yet sent (or given up), oldest first."""
-        ...
-    async def give_up(self, deliveries: Sequence[tuple[int, dict[str, Any]]]) -> int:
-        """Close these messages with what happened; returns how many were still open."""
-        ...
-    async def queue(self, messages: Sequence[OutboxMessage]) -> None:
-        """Write messages (a dedup key seen before is skipped), in this order."""
-        ...
-
-
-class UnreachableUsers(Protocol):
-    async def open_orders(self, user_id: UserId) -> Sequence[OrderId]:
-        """The user's orders that may still render or deliver."""
-        ...
-    async def block(self, user_id: UserId, now: datetime) -> None:
-        """Remember that Telegram will not deliver to this user (until they write again)."""
-        ...
 
 
 class GiveUpMessages:

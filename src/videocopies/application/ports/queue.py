@@ -1,0 +1,65 @@
+"""The job queue as a worker sees it: only the jobs it holds, their files, and its disk."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+
+from videocopies.domain.effects import EffectsPlan
+from videocopies.domain.jobs import CopyArtifact
+from videocopies.domain.quality import CopyQuality
+from videocopies.domain.shared import JobId, OrderId, OwnerToken, WorkerId
+
+
+@attrs.frozen
+class ClaimedJob:
+    """What a worker needs to render: the source, the token for every write, and the
+    remaining copies with the plans fixed at confirmation."""
+
+    job_id: JobId
+    order_id: OrderId
+    token: OwnerToken
+    lease_until: datetime
+    attempt: int
+    source_key: str
+    remaining: tuple[tuple[int, EffectsPlan], ...]
+
+
+class JobLeases(Protocol):
+    """The queue as a worker sees it: only the jobs it holds, never coins or orders."""
+
+    async def claim(
+        self, worker_id: WorkerId, limit: int, max_source_bytes: int | None = None
+    ) -> Sequence[ClaimedJob]: ...
+    async def renew(self, job_id: JobId, token: OwnerToken) -> bool:
+        """Extend the lease; True when the user asked to cancel."""
+        ...
+    async def checkpoint(self, job_id: JobId, token: OwnerToken, index: int, artifact: CopyArtifact) -> bool: ...
+    async def give_up_copy(
+        self, job_id: JobId, token: OwnerToken, index: int, reason: str, quality: CopyQuality | None
+    ) -> bool:
+        """The copy failed the quality gate on every allowed render: settle it without a file."""
+        ...
+    async def complete(self, job_id: JobId, token: OwnerToken, receipt_id: str) -> dict[str, Any]: ...
+    async def fail(
+        self, job_id: JobId, token: OwnerToken, reason: str, retryable: bool, receipt_id: str
+    ) -> dict[str, Any]: ...
+    async def acknowledge_cancel(self, job_id: JobId, token: OwnerToken) -> None: ...
+
+
+class JobFiles(Protocol):
+    """A held job's objects: its source to read, and a place for each copy. On another
+    machine this goes through URLs core signs for exactly that job's objects."""
+
+    async def fetch_source(self, job: ClaimedJob, path: Path) -> None: ...
+    async def store_copy(self, job: ClaimedJob, index: int, path: Path) -> tuple[str, int, str]:
+        """Store a verified copy; returns its key, size and SHA-256."""
+        ...
+
+
+class DiskSpace(Protocol):
+    def free_bytes(self, path: Path) -> int: ...
