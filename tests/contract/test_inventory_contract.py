@@ -8,7 +8,8 @@ import pytest
 
 from videocopies.adapters.memory.inventory import InMemoryServerInventory
 from videocopies.adapters.sqlite.inventory import SqliteServerInventory
-from videocopies.application.inventory import Server, ServerExists, ServerInventory
+from videocopies.application.inventory import Server, ServerExists
+from videocopies.application.ports import ServerInventory
 
 AT = datetime(2026, 5, 1, 10, 0, tzinfo=UTC)
 

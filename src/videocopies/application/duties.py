@@ -4,21 +4,10 @@ the moment a renewal fails or its lease would run out."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
-from typing import Protocol
 
-from videocopies.application.ports import Clock
+from videocopies.application.ports import Clock, DutyLeases
 from videocopies.domain.duties import DutyLease
-
-
-class DutyLeases(Protocol):
-    async def hold(
-        self, duty: str, decide: Callable[[DutyLease | None], DutyLease | None]
-    ) -> DutyLease | None:
-        """Lock the duty's lease, store what `decide` makes of it (None: leave it), and
-        return the lease as it stands afterwards; atomic against other callers."""
-        ...
 
 
 class HoldDuty:

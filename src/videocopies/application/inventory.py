@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Protocol
 
 import attrs
 
@@ -64,11 +63,3 @@ class Server:
     roles: tuple[str, ...] = attrs.field(converter=valid_roles)
     note: str = attrs.field(default="", converter=_one_line)
     added_at: datetime | None = None
-
-
-class ServerInventory(Protocol):
-    async def servers(self) -> Sequence[Server]: ...
-    async def add(self, server: Server) -> None:
-        """Raises ServerExists when the host is already listed."""
-        ...
-    async def remove(self, host: str) -> bool: ...

@@ -16,14 +16,13 @@ import hashlib
 import hmac
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Protocol
 
 import attrs
 
 from videocopies.application.errors import ApplicationError
-from videocopies.application.ports import Clock
+from videocopies.application.ports import Clock, Node, NodeRegistry
 
 log = logging.getLogger(__name__)
 
@@ -37,21 +36,6 @@ ROLE_SCOPES: Mapping[str, frozenset[str]] = {
 
 
 @attrs.frozen
-class Node:
-    node_id: str
-    name: str
-    role: str
-    scopes: frozenset[str]
-    secret_sha256: str
-    created_at: datetime
-    revoked_at: datetime | None = None
-
-    @property
-    def live(self) -> bool:
-        return self.revoked_at is None
-
-
-@attrs.frozen
 class IssuedToken:
     node: Node
     token: str  # shown once, never stored
@@ -60,21 +44,6 @@ class IssuedToken:
 @attrs.define
 class UnknownRole(ApplicationError):
     role: str
-
-
-@attrs.define
-class NodeExists(ApplicationError):
-    name: str
-
-
-class NodeRegistry(Protocol):
-    async def add(self, node: Node) -> None:
-        """Raises NodeExists when a live node already has this name."""
-        ...
-    async def revoke(self, name: str, at: datetime) -> bool: ...
-    async def get(self, node_id: str) -> Node | None: ...
-    async def live(self) -> Sequence[Node]: ...
-    async def seen(self, last_contact: Mapping[str, datetime]) -> None: ...
 
 
 def hash_secret(secret: str) -> str:

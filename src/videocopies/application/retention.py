@@ -6,26 +6,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from datetime import datetime, timedelta
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
 
 import attrs
 
 from videocopies.application.duties import HoldDuty
-from videocopies.application.ports import Clock
+from videocopies.application.ports import Clock, TransientRows
 from videocopies.domain.retention import PRUNE_TABLES, RetentionPolicy, Transient
 
 log = logging.getLogger(__name__)
-
-
-class TransientRows(Protocol):
-    def prune(self, table: Transient, cutoff: datetime, batch: int | None, dry_run: bool) -> AsyncGenerator[int, None]:
-        """Delete the rows of `table` that reached their end state by `cutoff` and that nothing
-        refers to, `batch` at a time (None: all at once), each batch in its own transaction;
-        yields how many each batch deleted. `dry_run` deletes nothing and yields the same
-        counts."""
-        ...
 
 
 @attrs.frozen

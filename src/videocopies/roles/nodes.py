@@ -11,7 +11,8 @@ from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.system import SystemClock
-from videocopies.application.nodes import IssueNodeToken, NodeExists, RevokeNode
+from videocopies.application.nodes import IssueNodeToken, RevokeNode
+from videocopies.application.ports import NodeExists
 
 
 async def _run(database_url: str, args: argparse.Namespace) -> int:

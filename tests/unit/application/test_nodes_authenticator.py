@@ -10,7 +10,8 @@ from datetime import timedelta
 
 from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.memory.nodes import InMemoryNodeRegistry
-from videocopies.application.nodes import IssueNodeToken, Node, NodeAuthenticator
+from videocopies.application.nodes import IssueNodeToken, NodeAuthenticator
+from videocopies.application.ports import Node
 
 
 class CountedRegistry(InMemoryNodeRegistry):

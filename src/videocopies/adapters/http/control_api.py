@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from videocopies.adapters.http.shared import IDENTIFIER, NO_NUL, Body, NodeWith
 from videocopies.application import use_cases as uc
 from videocopies.application.errors import NotFound, ProviderNotConfigured, ProviderUnavailable
-from videocopies.application.nodes import Node
+from videocopies.application.ports import Node
 from videocopies.domain.coins import GrantRules, LotKind
 from videocopies.domain.payments import PaymentClaim, Reversal
 from videocopies.domain.shared import LotId, UserId

@@ -24,12 +24,12 @@ from videocopies.adapters.http.edge_models import (
 from videocopies.adapters.http.shared import Forbidden, NodeWith, SignedUrl, signed_url
 from videocopies.application.bot.screens import text
 from videocopies.application.errors import NotFound
-from videocopies.application.nodes import Node
 from videocopies.application.ports import (
     REASON_CHARS,
     UNREADABLE,
     BotUser,
     InboxEvent,
+    Node,
     PaidInvoice,
     StoredVideo,
     language_of,

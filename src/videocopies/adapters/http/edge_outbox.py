@@ -27,8 +27,7 @@ from videocopies.adapters.http.shared import NodeWith
 from videocopies.application import use_cases as uc
 from videocopies.application.bot.screens import render
 from videocopies.application.errors import NotFound
-from videocopies.application.nodes import Node
-from videocopies.application.ports import OutboxMessage, QueuedMessage
+from videocopies.application.ports import Node, OutboxMessage, QueuedMessage
 from videocopies.application.use_cases.undeliverable import UNREACHABLE, copy_of
 from videocopies.domain.duties import POLL_TELEGRAM
 from videocopies.domain.shared import UserId

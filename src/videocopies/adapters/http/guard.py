@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import attrs
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from videocopies.application.nodes import Node
+from videocopies.application.ports import Node
 
 NODE_IN_SCOPE = "videocopies.node"
 KIB, MIB = 1024, 1024 * 1024

@@ -35,8 +35,8 @@ from videocopies.adapters.http.shared import REFUSALS, Forbidden, NodeWith, Sign
 from videocopies.application import use_cases as uc
 from videocopies.application.claims import ClaimWaiters
 from videocopies.application.errors import NotFound
-from videocopies.application.nodes import Node, NodeAuthenticator
-from videocopies.application.ports import ObjectStore
+from videocopies.application.nodes import NodeAuthenticator
+from videocopies.application.ports import Node, ObjectStore
 from videocopies.application.worker import copy_key
 from videocopies.domain.jobs import CopyArtifact
 from videocopies.domain.shared import JobId, OwnerToken, WorkerId

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from videocopies.adapters.http.core_urls import relocation_refusal
 from videocopies.adapters.http.shared import REFUSALS, Body, NodeWith, problem
-from videocopies.application.nodes import Node
+from videocopies.application.ports import Node
 
 MOVED_HEADER = "X-Videocopies-Moved"
 

@@ -14,8 +14,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from videocopies.adapters.http.guard import node_of
-from videocopies.application.nodes import Node, NodeAuthenticator
-from videocopies.application.ports import ObjectStore
+from videocopies.application.nodes import NodeAuthenticator
+from videocopies.application.ports import Node, ObjectStore
 
 MAX_BYTES = 2**62  # sizes are stored as bigint; anything larger is a bad request, not a crash
 # PostgreSQL text cannot hold NUL: identifiers keep to a safe alphabet, free text to no NUL.

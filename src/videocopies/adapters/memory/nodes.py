@@ -7,7 +7,7 @@ from datetime import datetime
 
 import attrs
 
-from videocopies.application.nodes import Node, NodeExists
+from videocopies.application.ports import Node, NodeExists
 
 
 class InMemoryNodeRegistry:

@@ -12,7 +12,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres.queries import sql
-from videocopies.application.nodes import Node, NodeExists
+from videocopies.application.ports import Node, NodeExists
 
 CHANNEL = "videocopies_nodes"
 

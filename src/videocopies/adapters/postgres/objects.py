@@ -12,7 +12,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres.queries import sql
-from videocopies.application.objects import ObjectTally
+from videocopies.application.ports import ObjectTally
 from videocopies.domain.objects import ObjectKind, ObjectState, StoredObject
 
 

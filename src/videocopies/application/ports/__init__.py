@@ -16,6 +16,20 @@ from videocopies.application.ports.bot import (
     StoredVideo,
     language_of,
 )
+from videocopies.application.ports.control import ControlReadModel, ServerInventory
+from videocopies.application.ports.duties import DutyLeases, TransientRows
+from videocopies.application.ports.nodes import Node, NodeExists, NodeRegistry
+from videocopies.application.ports.objects import (
+    CoreFigures,
+    CoreUnreachable,
+    ListedStore,
+    NodeFigures,
+    ObjectRows,
+    ObjectTallies,
+    ObjectTally,
+    ScratchUse,
+    StoreDisk,
+)
 from videocopies.application.ports.outbox import OutboxQueue, QueuedMessage, UnreachableUsers
 from videocopies.application.ports.queue import ClaimedJob, DiskSpace, JobFiles, JobLeases
 from videocopies.application.ports.unit_of_work import (
@@ -49,6 +63,9 @@ from videocopies.application.ports.unit_of_work import (
 )
 
 __all__ = [
+    "ControlReadModel", "CoreFigures", "CoreUnreachable", "DutyLeases", "ListedStore", "Node", "NodeExists",
+    "NodeFigures", "NodeRegistry", "ObjectRows", "ObjectTallies", "ObjectTally", "ScratchUse", "ServerInventory",
+    "StoreDisk", "TransientRows",
     "ClaimedJob", "DiskSpace", "JobFiles", "JobLeases", "OutboxQueue", "QueuedMessage", "UnreachableUsers",
     "REASON_CHARS", "UNREADABLE", "VIDEO_REFUSALS", "BotUser", "BotUsers", "CapacitySlots", "Clock",
     "CoinAccountRepository", "CopyInspector", "CopyLook", "GrantLog", "GrantRecord", "Ids", "Inbox",

@@ -18,10 +18,16 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from videocopies.adapters.http.control.login_limits import LoginLimits, Refused
 from videocopies.adapters.http.control.plots import bar_plot, line_plot
 from videocopies.adapters.http.control.sessions import COOKIE, PanelSessions, Session
-from videocopies.application.control import ControlReadModel, latency_series, minutes, throughput_series
-from videocopies.application.inventory import SERVER_ROLES, InvalidServer, Server, ServerExists, ServerInventory
-from videocopies.application.objects import CoreFigures, CoreUnreachable, ObjectTallies
-from videocopies.application.ports import Clock
+from videocopies.application.control import latency_series, minutes, throughput_series
+from videocopies.application.inventory import SERVER_ROLES, InvalidServer, Server, ServerExists
+from videocopies.application.ports import (
+    Clock,
+    ControlReadModel,
+    CoreFigures,
+    CoreUnreachable,
+    ObjectTallies,
+    ServerInventory,
+)
 
 MAX_FORM_BYTES = 16 * 1024
 BIGGEST_USER_ID = 2**63 - 1  # user ids are bigint; a larger one is simply nobody

@@ -12,7 +12,7 @@ from __future__ import annotations
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from videocopies.application.objects import CoreUnreachable, NodeFigures, ScratchUse, StoreDisk
+from videocopies.application.ports import CoreUnreachable, NodeFigures, ScratchUse, StoreDisk
 
 TIMEOUT_S = 2.0
 

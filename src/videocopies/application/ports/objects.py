@@ -1,0 +1,105 @@
+"""The objects the service stores: their rows, the store as the lifecycle sweeps it, and the
+figures control shows about them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+import attrs
+
+from videocopies.domain.objects import ObjectKind, ObjectState, StoredObject
+
+
+class ObjectRows(Protocol):
+    async def note_released(self, now: datetime) -> None:
+        """Stamp `released_at` on objects nothing needs any more (a copy's order closed; no open
+        order or live quote uses a source), and clear it on a source that is used again."""
+        ...
+
+    async def due(self, kind: ObjectKind, before: datetime, limit: int) -> Sequence[StoredObject]:
+        """Objects of `kind` released (or delivered) before `before`, oldest first."""
+        ...
+
+    async def begin_deleting(self, keys: Sequence[str], before: datetime, now: datetime) -> list[str]:
+        """Decide to delete those of `keys` (all of one kind, released or delivered before
+        `before`) that are still due, checked under their rows' locks: a source that an order or
+        a live quote took meanwhile is kept. Returns the keys whose deletion is decided; a quote
+        or confirmation that comes later for one of them is refused."""
+        ...
+
+    async def mark_deleted(self, keys: Sequence[str], now: datetime) -> None:
+        """The store's delete of these keys succeeded."""
+        ...
+
+    async def look_up(self, keys: Sequence[str]) -> tuple[dict[str, ObjectState], set[str]]:
+        """The state of each key's row, and the keys a row may still come for."""
+        ...
+
+    async def forget_deleted(self, before: datetime, limit: int) -> int:
+        """Drop rows of objects deleted before `before`; returns how many."""
+        ...
+
+
+class ListedStore(Protocol):
+    async def keys(self, prefix: str) -> list[str]: ...
+    async def delete(self, key: str) -> None: ...
+
+
+@attrs.frozen
+class ObjectTally:
+    """Objects of one kind in one state, and their bytes (from their rows)."""
+
+    kind: str
+    state: str
+    objects: int
+    bytes: int
+
+
+@attrs.frozen
+class StoreDisk:
+    """The disk of a store on a local filesystem (all-in-one: the workers' disk too)."""
+
+    total: int
+    free: int
+
+    @property
+    def used(self) -> int:
+        return self.total - self.free
+
+
+@attrs.frozen
+class ScratchUse:
+    """A worker's or edge's scratch directory, as the node last measured it."""
+
+    role: str
+    node: str
+    bytes: int
+    files: int
+
+
+@attrs.frozen
+class NodeFigures:
+    """What only a core knows, from the nodes that report to it: the store's disk (None: core
+    has no store on a local filesystem) and each node's scratch use."""
+
+    disk: StoreDisk | None
+    scratch: tuple[ScratchUse, ...]
+
+
+class ObjectTallies(Protocol):
+    async def tallies(self) -> Sequence[ObjectTally]: ...
+
+
+class CoreFigures(Protocol):
+    async def node_figures(self) -> NodeFigures:
+        """Raises CoreUnreachable when core cannot be asked."""
+        ...
+
+
+@attrs.define
+class CoreUnreachable(Exception):
+    """Core did not answer for its figures; `reason` says how."""
+
+    reason: str
