@@ -16,8 +16,10 @@ from videocopies.application.ports.bot import (
     StoredVideo,
     language_of,
 )
+from videocopies.application.ports.clock import Clock, Ids
 from videocopies.application.ports.control import ControlReadModel, ServerInventory
 from videocopies.application.ports.duties import DutyLeases, TransientRows
+from videocopies.application.ports.media import CopyInspector, CopyLook, Prober, ProbeResult, Transcoder
 from videocopies.application.ports.nodes import Node, NodeExists, NodeRegistry
 from videocopies.application.ports.objects import (
     CoreFigures,
@@ -25,52 +27,43 @@ from videocopies.application.ports.objects import (
     ListedStore,
     NodeFigures,
     ObjectRows,
+    ObjectStore,
     ObjectTallies,
     ObjectTally,
     ScratchUse,
     StoreDisk,
 )
 from videocopies.application.ports.outbox import OutboxQueue, QueuedMessage, UnreachableUsers
-from videocopies.application.ports.queue import ClaimedJob, DiskSpace, JobFiles, JobLeases
+from videocopies.application.ports.payments import PaymentProvider
+from videocopies.application.ports.queue import ClaimedJob, DiskSpace, JobFiles, JobLeases, Notifier
 from videocopies.application.ports.unit_of_work import (
     CapacitySlots,
-    Clock,
     CoinAccountRepository,
-    CopyInspector,
-    CopyLook,
     GrantLog,
     GrantRecord,
-    Ids,
     JobRepository,
-    Notifier,
-    ObjectStore,
     OrderRepository,
     Outbox,
     OutboxMessage,
     PaymentClaims,
-    PaymentProvider,
     PaymentRepository,
-    Prober,
-    ProbeResult,
     ReceiptRepository,
     ReferralRepository,
     RefundRepository,
     RefusedWrite,
     RefusedWriteLog,
     ReversalRepository,
-    Transcoder,
     UnitOfWork,
 )
 
 __all__ = [
-    "ControlReadModel", "CoreFigures", "CoreUnreachable", "DutyLeases", "ListedStore", "Node", "NodeExists",
-    "NodeFigures", "NodeRegistry", "ObjectRows", "ObjectTallies", "ObjectTally", "ScratchUse", "ServerInventory",
-    "StoreDisk", "TransientRows",
-    "ClaimedJob", "DiskSpace", "JobFiles", "JobLeases", "OutboxQueue", "QueuedMessage", "UnreachableUsers",
-    "REASON_CHARS", "UNREADABLE", "VIDEO_REFUSALS", "BotUser", "BotUsers", "CapacitySlots", "Clock",
-    "CoinAccountRepository", "CopyInspector", "CopyLook", "GrantLog", "GrantRecord", "Ids", "Inbox",
-    "InboxEvent", "JobRepository", "Notifier", "ObjectStore", "OrderRepository", "Outbox", "OutboxMessage",
-    "PaidInvoice", "PaymentClaims", "PaymentProvider", "PaymentRepository", "Prober", "ProbeResult",
-    "ReceiptRepository", "ReferralRepository", "RefundRepository", "RefusedWrite", "RefusedWriteLog",
-    "ReversalRepository", "StoredVideo", "Transcoder", "UnitOfWork", "language_of",
+    "BotUser", "BotUsers", "CapacitySlots", "ClaimedJob", "Clock", "CoinAccountRepository", "ControlReadModel",
+    "CopyInspector", "CopyLook", "CoreFigures", "CoreUnreachable", "DiskSpace", "DutyLeases", "GrantLog",
+    "GrantRecord", "Ids", "Inbox", "InboxEvent", "JobFiles", "JobLeases", "JobRepository", "language_of",
+    "ListedStore", "Node", "NodeExists", "NodeFigures", "NodeRegistry", "Notifier", "ObjectRows", "ObjectStore",
+    "ObjectTallies", "ObjectTally", "OrderRepository", "Outbox", "OutboxMessage", "OutboxQueue", "PaidInvoice",
+    "PaymentClaims", "PaymentProvider", "PaymentRepository", "Prober", "ProbeResult", "QueuedMessage",
+    "REASON_CHARS", "ReceiptRepository", "ReferralRepository", "RefundRepository", "RefusedWrite",
+    "RefusedWriteLog", "ReversalRepository", "ScratchUse", "ServerInventory", "StoreDisk", "StoredVideo",
+    "Transcoder", "TransientRows", "UnitOfWork", "UnreachableUsers", "UNREADABLE", "VIDEO_REFUSALS",
 ]

@@ -1,15 +1,26 @@
-"""The objects the service stores: their rows, the store as the lifecycle sweeps it, and the
+"""The objects the service stores: the store, their rows, the store as the lifecycle sweeps it, and the
 figures control shows about them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Protocol
 
 import attrs
 
 from videocopies.domain.objects import ObjectKind, ObjectState, StoredObject
+
+
+class ObjectStore(Protocol):
+    async def put_file(self, key: str, path: Path) -> tuple[int, str]:
+        """Store a file; returns its size and SHA-256."""
+        ...
+    async def get_file(self, key: str, path: Path) -> None: ...
+    async def delete(self, key: str) -> None: ...
+    async def presigned_url(self, key: str, ttl: timedelta) -> str: ...
+    async def presigned_put_url(self, key: str, ttl: timedelta, sha256: str | None = None) -> str: ...
 
 
 class ObjectRows(Protocol):

@@ -1,4 +1,5 @@
-"""The job queue as a worker sees it: only the jobs it holds, their files, and its disk."""
+"""The job queue as a worker sees it (only the jobs it holds, their files, its disk), and the
+news that wakes the claims waiting for work."""
 
 from __future__ import annotations
 
@@ -63,3 +64,14 @@ class JobFiles(Protocol):
 
 class DiskSpace(Protocol):
     def free_bytes(self, path: Path) -> int: ...
+
+
+class Notifier(Protocol):
+    """Wakes waiting claimers; a wake-up only means 'try to claim'. A claimer takes a ticket
+    before it looks for work, so news that arrives while it looks is never missed."""
+
+    def job_available(self) -> None: ...
+    def ticket(self) -> int: ...
+    async def wait(self, ticket: int, timeout: float) -> bool:
+        """Return at once if work was announced after `ticket`, else wait up to `timeout`."""
+        ...

@@ -1,36 +1,21 @@
-"""Ports: what the application needs from the world, named for their role."""
+"""One transaction and the repositories it holds, with the records they keep beside the
+aggregates (grants, refused writes, outbox messages)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
-from datetime import datetime, timedelta
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Protocol
 
 import attrs
 
 from videocopies.domain.coins import CoinAccount, InviterRewards, LotKind, Referral
-from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.jobs import Job
 from videocopies.domain.orders import Order
 from videocopies.domain.payments import Payment, PaymentClaim, ProviderTransaction, Refund, Reversal
 from videocopies.domain.receipts import Receipt
-from videocopies.domain.shared import JobId, LotId, OrderId, OwnerToken, UserId, WorkerId
-
-
-class Clock(Protocol):
-    def now(self) -> datetime: ...
-
-
-class Ids(Protocol):
-    """Identifiers, owner tokens and seeds come from here, never from the domain."""
-
-    def order_id(self) -> OrderId: ...
-    def job_id(self) -> JobId: ...
-    def lot_id(self) -> LotId: ...
-    def owner_token(self) -> OwnerToken: ...
-    def seed(self) -> int: ...
+from videocopies.domain.shared import JobId, LotId, OrderId, UserId, WorkerId
 
 
 @attrs.frozen
@@ -213,87 +198,3 @@ class UnitOfWork(Protocol):
         safe: a lost one only makes the lease end sooner)."""
         ...
     async def rollback(self) -> None: ...
-
-
-class Notifier(Protocol):
-    """Wakes waiting claimers; a wake-up only means 'try to claim'. A claimer takes a ticket
-    before it looks for work, so news that arrives while it looks is never missed."""
-
-    def job_available(self) -> None: ...
-    def ticket(self) -> int: ...
-    async def wait(self, ticket: int, timeout: float) -> bool:
-        """Return at once if work was announced after `ticket`, else wait up to `timeout`."""
-        ...
-
-
-class PaymentProvider(Protocol):
-    """The payment provider: its own list of settled transactions, and refunds."""
-
-    def transactions(self) -> AsyncIterator[ProviderTransaction]: ...
-    async def since(self, position: int) -> tuple[Sequence[ProviderTransaction], int]:
-        """The transactions after the first `position` of the provider's chronological list,
-        and the position after them. Raises ProviderNotConfigured when there is no provider."""
-        ...
-    async def refund(self, user_id: UserId, external_id: str) -> None:
-        """Pay a charge back to its user; a charge already refunded counts as done. Raises
-        RefundRefused when the provider will never do it, ProviderUnavailable when unsure."""
-        ...
-
-
-class ObjectStore(Protocol):
-    async def put_file(self, key: str, path: Path) -> tuple[int, str]:
-        """Store a file; returns its size and SHA-256."""
-        ...
-    async def get_file(self, key: str, path: Path) -> None: ...
-    async def delete(self, key: str) -> None: ...
-    async def presigned_url(self, key: str, ttl: timedelta) -> str: ...
-    async def presigned_put_url(self, key: str, ttl: timedelta, sha256: str | None = None) -> str: ...
-
-
-class Transcoder(Protocol):
-    async def render(self, plan: EffectsPlan, source: Path, target: Path, *, source_frames: Path | None = None) -> None:
-        """Render the copy; with `source_frames`, also keep there the source frames a
-        CopyInspector compares copies with (the render decodes the source anyway)."""
-        ...
-
-
-@attrs.frozen
-class ProbeResult:
-    duration_s: float
-    width: int
-    height: int
-    has_audio: bool
-    frames: int
-
-
-@attrs.frozen
-class CopyLook:
-    """How a rendered copy compares with its source, measured at the same moments of both:
-    `ssim` (1 = identical to a viewer) and the mean Hamming distance of 64-bit perceptual
-    hashes (0 = the same to a matcher); `fingerprint` holds the copy's hash at each moment,
-    so copies of one order can be held against each other."""
-
-    ssim: float
-    phash_distance: float
-    fingerprint: tuple[int, ...]
-
-
-class CopyInspector(Protocol):
-    async def inspect(
-        self,
-        source: Path,
-        copy: Path,
-        plan: EffectsPlan,
-        source_frames: Path | None = None,
-        copy_frames: Path | None = None,
-    ) -> CopyLook:
-        """Measure `copy` against `source`; frames already kept by the render (`source_frames`)
-        and the verification (`copy_frames`) are read instead of decoding the videos again."""
-        ...
-
-
-class Prober(Protocol):
-    async def probe(self, path: Path, full_decode: bool = True, keep_frames: Path | None = None) -> ProbeResult:
-        """With a full decode and `keep_frames`, a prober may also keep there the frames a
-        CopyInspector compares (the decode is done anyway); one that does not leaves no file."""
-        ...
