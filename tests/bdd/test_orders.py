@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pytest_bdd import parsers, scenarios, then, when
 
+from videocopies.adapters.screens import render
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.screens import render
 from videocopies.domain.quality import CopyQuality
 from videocopies.domain.shared import WorkerId
 

@@ -6,8 +6,8 @@ from collections.abc import Awaitable
 
 from pytest_bdd import given, parsers, scenarios, then, when
 
+from videocopies.adapters.screens import render
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.screens import render
 from videocopies.application.ports import PaidInvoice
 from videocopies.domain.coins import LotKind
 from videocopies.domain.payments import CoinPackage, OfferWithdrawn, PackageCatalog, ProviderTransaction

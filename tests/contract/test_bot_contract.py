@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from videocopies.adapters.screens import Screen, render
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.screens import Screen, render
 from videocopies.application.ports import BotUser, InboxEvent, StoredVideo
 from videocopies.domain.jobs import CopyArtifact
 from videocopies.domain.shared import UserId, WorkerId

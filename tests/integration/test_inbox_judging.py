@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from videocopies.adapters.postgres.control_views import PostgresControlReadModel, control_pool
-from videocopies.application.bot.screens import render
+from videocopies.adapters.screens import render
 from videocopies.embedded.postgres import LocalPostgres
 
 from .core_api import CoreApi, metric, serve_core

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from videocopies.application.bot.screens import render
+from videocopies.adapters.screens import render
 from videocopies.application.ports import BotUser, InboxEvent, StoredVideo
 from videocopies.domain.shared import UserId
 from videocopies.embedded.postgres import LocalPostgres

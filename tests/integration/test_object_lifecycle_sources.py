@@ -19,8 +19,8 @@ from dependency_injector import providers
 from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
 from videocopies.adapters.postgres.objects import PostgresObjectRows
+from videocopies.adapters.screens import Screen, render
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.screens import Screen, render
 from videocopies.application.errors import Conflict
 from videocopies.application.objects import SOURCE_GONE, ObjectLifecycle
 from videocopies.application.ports import BotUser, InboxEvent, StoredVideo

@@ -10,10 +10,10 @@ from datetime import timedelta
 import pytest
 
 from videocopies.adapters.memory.bot import InMemoryBotUsers, InMemoryInbox
+from videocopies.adapters.screens import Screen, render
 from videocopies.application import use_cases as uc
 from videocopies.application.bot.conversation import BotSettings, Conversation, confirm_data, confirm_mac
 from videocopies.application.bot.inbox import InboxProcessor
-from videocopies.application.bot.screens import Screen, render
 from videocopies.application.ports import BotUser, InboxEvent, StoredVideo
 from videocopies.domain.pricing import QuoteKeys
 from videocopies.domain.shared import UserId, WorkerId

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from videocopies.application.bot.screens import Screen, render
+from videocopies.adapters.screens import Screen, render
 from videocopies.application.ports import BotUser, InboxEvent, OutboxMessage, PaidInvoice, StoredVideo
 from videocopies.domain.coins import LotKind
 from videocopies.domain.payments import ProviderTransaction

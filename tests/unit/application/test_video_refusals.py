@@ -10,9 +10,9 @@ import attrs
 import pytest
 
 from videocopies.adapters.memory.bot import InMemoryBotUsers, InMemoryInbox
+from videocopies.adapters.screens import Screen, render
 from videocopies.application.bot.conversation import BotSettings, Conversation
 from videocopies.application.bot.inbox import InboxProcessor
-from videocopies.application.bot.screens import Screen, render
 from videocopies.application.ports import BotUser, InboxEvent, StoredVideo
 from videocopies.domain.shared import UserId
 
@@ -110,7 +110,7 @@ def test_a_video_stored_before_the_new_fields_still_reads() -> None:
 
 
 def test_a_copy_given_up_for_its_size_says_so_in_both_languages() -> None:
-    from videocopies.application.bot.screens import render
+    from videocopies.adapters.screens import render
 
     payload = {"index": 1, "copies": 5, "reason": "too_large", "returned": 4}
     assert render("copy_failed", payload, "en").text.startswith("Copy 2 of 5 came out too large")

@@ -22,7 +22,7 @@ from videocopies.adapters.http.edge_models import (
     UserIn,
 )
 from videocopies.adapters.http.shared import Forbidden, NodeWith, SignedUrl, signed_url
-from videocopies.application.bot.screens import text
+from videocopies.adapters.screens import text
 from videocopies.application.errors import NotFound
 from videocopies.application.ports import (
     REASON_CHARS,

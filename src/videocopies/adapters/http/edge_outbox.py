@@ -24,8 +24,8 @@ from videocopies.adapters.http.edge_models import (
     SentIn,
 )
 from videocopies.adapters.http.shared import NodeWith
+from videocopies.adapters.screens import render
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.screens import render
 from videocopies.application.errors import NotFound
 from videocopies.application.ports import Node, OutboxMessage, QueuedMessage
 from videocopies.application.use_cases.undeliverable import UNREACHABLE, copy_of

@@ -22,11 +22,11 @@ from aiogram.types import PreCheckoutQuery
 from aiohttp import web
 
 from videocopies.adapters.http.client import CoreClient, CoreRefused
+from videocopies.adapters.screens import text
 from videocopies.adapters.telegram.botapi import LeanBotApi
 from videocopies.adapters.telegram.downloads import Downloads
 from videocopies.adapters.telegram.sender import BlockedChats
 from videocopies.adapters.telegram.supervise import sleep_unless, until_stopped
-from videocopies.application.bot.screens import text
 from videocopies.application.ports import language_of
 
 log = logging.getLogger(__name__)
@@ -324,4 +324,3 @@ def _user(user: dict[str, Any]) -> dict[str, Any]:
 
 def _is_id(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53
-

@@ -1,6 +1,6 @@
 """What the user reads about a copy the quality gate gave up on."""
 
-from videocopies.application.bot.screens import render
+from videocopies.adapters.screens import render
 
 
 def test_a_given_up_copy_is_explained_in_the_users_language() -> None:

@@ -1,6 +1,9 @@
 """The bot's screens in Russian and English. An outbox row holds what happened (a quote, a
 copy ready, an order closed); the words are chosen when the row is sent, in the user's
-language. Buttons carry compact callback data (Telegram allows 1-64 bytes)."""
+language. Buttons carry compact callback data (Telegram allows 1-64 bytes).
+
+Telegram presentation, used by core's outbox and inbox routes (adapters/http) and by edge's
+receiver: beside the adapters, not inside adapters/telegram, which imports the HTTP client."""
 
 from __future__ import annotations
 
