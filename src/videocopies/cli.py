@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
 
 
 def _database_url(args: argparse.Namespace) -> str:
-    url = args.database_url or os.environ.get("VIDEOCOPIES_DATABASE_URL")
-    if not url:
-        raise SystemExit("videocopies: no database given (--database-url or VIDEOCOPIES_DATABASE_URL)")
-    return str(url)
+    from videocopies.settings.commands import database_url
+
+    return database_url(args.database_url)
 
 
 def _db(args: argparse.Namespace) -> int:
@@ -54,7 +52,7 @@ def _prune(url: str, dry_run: bool, as_json: bool) -> int:
     from videocopies.application.retention import PruneTables
     from videocopies.settings import pruning_from_env
 
-    pruning = pruning_from_env(os.environ)
+    pruning = pruning_from_env()
     migrate.check(url)
 
     async def prune() -> dict[str, int]:
@@ -199,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "deploy":
         from videocopies.roles.deploy import main as deploy
 
-        return deploy(dict(os.environ), args.old_url, args.port, args.min_free_mb, args.log)
+        return deploy(args.old_url, args.port, args.min_free_mb, args.log)
     if args.command == "payments":
         from videocopies.roles.payments import main as payments_main
 

@@ -3,7 +3,6 @@ one setting, read here, used by edge, core's screens and the worker alike."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 import attrs
@@ -38,9 +37,8 @@ class BotApiServer:
         return cls(local=True, download_bytes=LOCAL_BYTES, upload_bytes=LOCAL_BYTES)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> BotApiServer:
+    def from_env(cls, env: Mapping[str, str]) -> BotApiServer:
         """VIDEOCOPIES_TELEGRAM_LOCAL=1: a local server (`telegram-bot-api --local`), else Telegram's."""
-        env = os.environ if env is None else env
         return cls.local_server() if env.get("VIDEOCOPIES_TELEGRAM_LOCAL") == "1" else cls.cloud()
 
 
@@ -74,10 +72,10 @@ class MediaLimits:
         return cls(server=server, max_bytes=server.download_bytes)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> MediaLimits:
+    def from_env(cls, env: Mapping[str, str]) -> MediaLimits:
         """VIDEOCOPIES_TELEGRAM_LOCAL, VIDEOCOPIES_MAX_VIDEO_MB (lowers the download cap, never
-        raises it), VIDEOCOPIES_MAX_VIDEO_S (180) and VIDEOCOPIES_MAX_PIXEL_RATE (1920×1080×60)."""
-        env = os.environ if env is None else env
+        raises it), VIDEOCOPIES_MAX_VIDEO_S (180) and VIDEOCOPIES_MAX_PIXEL_RATE (1920×1080×60).
+        The settings of each role pass their environment (settings/)."""
         server = BotApiServer.from_env(env)
         max_bytes = server.download_bytes
         if mb := env.get("VIDEOCOPIES_MAX_VIDEO_MB"):

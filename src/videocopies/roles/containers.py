@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from dependency_injector import containers, providers
 
 from videocopies.adapters.memory import (
@@ -216,3 +218,11 @@ class PostgresService(containers.DeclarativeContainer):
     gateways = providers.Container(PostgresGateways)
     use_cases = providers.Container(UseCases, gateways=gateways, settings=settings)
     bot = providers.Container(Bot, gateways=gateways, use_cases=use_cases, settings=settings)
+
+
+def postgres_service(settings: Settings, gateways: Mapping[str, object]) -> PostgresService:
+    """The container over a database; `gateways`: PostgresGateways' configuration
+    (`database_url`, `pool_size`, `direct`; core's `listen_url`, `lease_pool_size`, ...)."""
+    container = PostgresService(settings=settings)
+    container.gateways.config.from_dict(dict(gateways))
+    return container

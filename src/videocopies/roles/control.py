@@ -1,29 +1,18 @@
 """The control role's composition root: the operators' panel over the working database
-(read-only) and control's own server inventory (a local SQLite file).
-
-Configuration: VIDEOCOPIES_DATABASE_URL, VIDEOCOPIES_CONTROL_PASSWORD (required: the panel
-shows users' ledgers), VIDEOCOPIES_CONTROL_HOST / _PORT (127.0.0.1:8800),
-VIDEOCOPIES_CONTROL_INVENTORY (var/control/inventory.sqlite3), VIDEOCOPIES_CORE_URL
-(optional: linked for core's /metrics, and read from there for the storage page's store disk and
-nodes' scratch; VIDEOCOPIES_CORE_CA for a core served with a private CA), and the sign-in limits: at most
-VIDEOCOPIES_CONTROL_LOGIN_FAILURES wrong passwords (5) from one address and
-VIDEOCOPIES_CONTROL_LOGIN_ACCOUNT_FAILURES (20) from all together in
-VIDEOCOPIES_CONTROL_LOGIN_WINDOW_S (900) seconds.
-"""
+(read-only) and control's own server inventory (a local SQLite file). Its variables are read
+by settings/control.py."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 import uvloop
+from dependency_injector import containers, providers
 from fastapi import FastAPI
 
 from videocopies.adapters.http.control.app import ControlServices, create_app
@@ -35,63 +24,59 @@ from videocopies.adapters.postgres.control_views import PostgresControlReadModel
 from videocopies.adapters.postgres.objects import PostgresObjectRows
 from videocopies.adapters.sqlite.inventory import SqliteServerInventory
 from videocopies.adapters.system import SystemClock
+from videocopies.runtime.lifecycle import server
+from videocopies.settings.control import ControlSettings
 
 log = logging.getLogger("videocopies.control")
-DEFAULT_INVENTORY = Path("var/control/inventory.sqlite3")
 
 
-def login_limits_from_env(env: dict[str, str]) -> LoginLimits:
-    try:
-        return LoginLimits(
-            per_address=int(env.get("VIDEOCOPIES_CONTROL_LOGIN_FAILURES", "5")),
-            per_account=int(env.get("VIDEOCOPIES_CONTROL_LOGIN_ACCOUNT_FAILURES", "20")),
-            window_s=float(env.get("VIDEOCOPIES_CONTROL_LOGIN_WINDOW_S", "900")),
-        )
-    except ValueError as bad:
-        raise SystemExit(
-            f"videocopies control: sign-in limits are counts of 1 or more and a window in seconds: {bad}"
-        ) from None
+def _core_figures(settings: ControlSettings) -> CoreMetricsFigures | None:
+    return CoreMetricsFigures(settings.core_url, verify=settings.core_ca or True) if settings.core_url else None
+
+
+class ControlPanel(containers.DeclarativeContainer):
+    settings = providers.Dependency(instance_of=ControlSettings)
+    database_url = providers.Dependency(instance_of=str)
+    pool = providers.Singleton(control_pool, database_url)
+    clock = providers.Singleton(SystemClock)
+    services = providers.Singleton(
+        ControlServices, read_model=providers.Singleton(PostgresControlReadModel, pool),
+        inventory=providers.Singleton(SqliteServerInventory, settings.provided.inventory),
+        sessions=providers.Singleton(PanelSessions, settings.provided.password, clock), clock=clock,
+        core_url=settings.provided.core_url, login_limits=settings.provided.login_limits,
+        objects=providers.Singleton(PostgresObjectRows, pool),
+        core_figures=providers.Singleton(_core_figures, settings),
+    )
 
 
 def build(
     database_url: str, password: str, inventory: Path, core_url: str | None = None,
     login_limits: LoginLimits | None = None, core_ca: str | None = None,
 ) -> FastAPI:
-    pool = control_pool(database_url)
-    clock = SystemClock()
-    services = ControlServices(
-        read_model=PostgresControlReadModel(pool), inventory=SqliteServerInventory(inventory),
-        sessions=PanelSessions(password, clock), clock=clock, core_url=core_url,
-        login_limits=login_limits or LoginLimits(), objects=PostgresObjectRows(pool),
-        core_figures=CoreMetricsFigures(core_url, verify=core_ca or True) if core_url else None,
-    )
-    app = create_app(services)
+    settings = ControlSettings(password, inventory, core_url=core_url, core_ca=core_ca,
+                               login_limits=login_limits or LoginLimits())
+    return app(ControlPanel(settings=settings, database_url=database_url))
+
+
+def app(panel: ControlPanel) -> FastAPI:
+    """The panel's app, its database pool open while it serves."""
+    served, pool = create_app(panel.services()), panel.pool()
 
     @contextlib.asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
         await pool.open(wait=True, timeout=30)
         try:
             yield
         finally:
             await pool.close()
 
-    app.router.lifespan_context = lifespan
-    return app
-
-
-class _Server(uvicorn.Server):
-    def handle_exit(self, sig: int, frame: Any) -> None:
-        super().handle_exit(sig, frame)
-        if sig == signal.SIGTERM:
-            # uvicorn raises a captured signal again after shutting down; SIGTERM is how an
-            # operator stops control, and a clean stop exits 0.
-            self._captured_signals.remove(sig)
+    served.router.lifespan_context = lifespan
+    return served
 
 
 def main(database_url: str, host: str | None = None, port: int | None = None) -> int:
-    env = dict(os.environ)
-    password = env.get("VIDEOCOPIES_CONTROL_PASSWORD", "")
-    if len(password) < 8:
+    settings = ControlSettings.from_env()
+    if len(settings.password) < 8:
         print("videocopies control: set VIDEOCOPIES_CONTROL_PASSWORD (8 characters or more); "
               "the panel shows users' ledgers and is never open", file=sys.stderr)
         return 2
@@ -100,13 +85,7 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
     except migrate.SchemaError as refused:
         print(f"videocopies control: {refused}", file=sys.stderr)
         return 2
-    inventory = Path(env.get("VIDEOCOPIES_CONTROL_INVENTORY", str(DEFAULT_INVENTORY)))
-    app = build(database_url, password, inventory, env.get("VIDEOCOPIES_CORE_URL"), login_limits_from_env(env),
-                core_ca=env.get("VIDEOCOPIES_CORE_CA"))
-    host = host or env.get("VIDEOCOPIES_CONTROL_HOST", "127.0.0.1")
-    port = port or int(env.get("VIDEOCOPIES_CONTROL_PORT", "8800"))
-    log.info("control panel on http://%s:%d/ (inventory %s)", host, port, inventory)
-    config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_level="warning", access_log=False,
-                            loop="none")
-    uvloop.run(_Server(config).serve())
+    host, port = host or settings.host, port or settings.port
+    log.info("control panel on http://%s:%d/ (inventory %s)", host, port, settings.inventory)
+    uvloop.run(server(app(ControlPanel(settings=settings, database_url=database_url)), host, port).serve())
     return 0

@@ -1,122 +1,33 @@
-"""`videocopies copies make INPUT -n N -o DIR`: the whole path on the embedded defaults.
-
-A private PostgreSQL, the queue, one in-process worker, FFmpeg, full-decode verification
-and a local object store; the copies and `report.json` land in DIR. A bad input is refused
+"""`videocopies copies make INPUT -n N -o DIR`: the whole path on the embedded defaults
+(runtime/local_copies.py). The copies and `report.json` land in DIR. A bad input is refused
 with one line before anything is started, and nothing is left behind either way.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
 import sys
 import tempfile
-import time
-from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
-import attrs
 import uvloop
 
-from videocopies.adapters.ffmpeg import FfmpegTranscoder
-from videocopies.adapters.ffmpeg.limits import memory_bytes_from_env
-from videocopies.adapters.inprocess import InProcessJobLeases, LocalDisk, StoreJobFiles
-from videocopies.adapters.objectstore import FilesystemObjectStore
-from videocopies.adapters.postgres import migrate
 from videocopies.adapters.probe import Limits, MediaRejected, PyAvProber
-from videocopies.adapters.quality import PyAvCopyInspector
-from videocopies.application import use_cases as uc
-from videocopies.application.worker import Worker, WorkerSettings
-from videocopies.domain.coins import LotKind
-from videocopies.domain.effects import EffectsPlan
-from videocopies.domain.orders import OrderState
-from videocopies.domain.quality import variant
-from videocopies.domain.shared import UserId, WorkerId
-from videocopies.embedded.postgres import LocalPostgres
-from videocopies.roles.containers import PostgresService
-from videocopies.settings import DEFAULT_TARIFF, Settings, quality_thresholds
-from videocopies.telegram_limits import DEFAULT_MAX_PIXEL_RATE
+from videocopies.roles.containers import PostgresService, postgres_service
+from videocopies.runtime.local_copies import MAX_INPUT_SECONDS, make
+from videocopies.settings import DEFAULT_TARIFF, Settings
+from videocopies.settings.commands import copies_make_memory_bytes
 
-LOCAL_USER = UserId(1)
 MAX_INPUT_BYTES = 2 * 1024**3
-MAX_INPUT_SECONDS = 600.0
 
 
-class TimedTranscoder:
-    """Records how long each copy took to render, for the report."""
-
-    def __init__(self, inner: FfmpegTranscoder) -> None:
-        self._inner = inner
-        self.seconds: dict[int, float] = {}
-
-    async def render(self, plan: EffectsPlan, source: Path, target: Path, source_frames: Path | None = None) -> None:
-        began = time.perf_counter()
-        await self._inner.render(plan, source, target, source_frames=source_frames)
-        self.seconds[plan.copy_index] = round(time.perf_counter() - began, 3)
-
-
-async def _make(source: Path, copies: int, out: Path, scratch: Path, memory_bytes: int) -> dict[str, Any]:
-    with LocalPostgres() as pg:  # its own directory, reachable by the server's user, removed on stop
-        url = pg.url("videocopies")
-        migrate.init(url, capacity=10)
-        service = PostgresService(settings=Settings(quote_secret=secrets.token_bytes(32)))
-        service.gateways.config.from_dict({"database_url": url, "pool_size": 4, "direct": True})
-        pool = service.gateways.pool()
-        await pool.open(wait=True)
-        try:
-            cases = service.use_cases
-            store = FilesystemObjectStore(scratch / "objects")
-            key = f"sources/{LOCAL_USER}/{source.name}"
-            await store.put_file(key, source)
-            price = DEFAULT_TARIFF.total(copies)
-            await cases.grant_coins()(uc.GrantCoinsCommand(LOCAL_USER, LotKind.MANUAL, price, timedelta(hours=1)))
-            quote = await cases.quote_order()(uc.QuoteOrderCommand(LOCAL_USER, key, copies, source.stat().st_size))
-            order_id = await cases.confirm_order()(uc.ConfirmOrderCommand(LOCAL_USER, quote.quote_id, quote.token))
-            transcoder = TimedTranscoder(FfmpegTranscoder(
-                memory_bytes=memory_bytes, max_pixel_work=DEFAULT_MAX_PIXEL_RATE * MAX_INPUT_SECONDS,
-            ))
-            worker = Worker(
-                InProcessJobLeases(cases, WorkerId("local")), StoreJobFiles(store), transcoder, PyAvProber(),
-                LocalDisk(),
-                WorkerSettings(WorkerId("local"), scratch / "work", renew_every_s=5.0),
-                inspector=PyAvCopyInspector(), thresholds=quality_thresholds(),
-            )
-            await worker.run_once()
-            async with service.gateways.uow() as uow:
-                order = await uow.orders.get(order_id)
-                job = await uow.jobs.for_order(order_id)
-            if order is None or job is None or order.state is not OrderState.DONE:
-                reason = (job.last_error if job else None) or "the copies could not be made"
-                raise RuntimeError(reason)
-            report = []
-            for index, artifact in sorted(job.checkpoints.items()):
-                quality = artifact.quality
-                rerenders = quality.attempt if quality else 0
-                figures = {
-                    "ssim": quality.ssim if quality else None,
-                    "phash_distance": quality.phash_distance if quality else None,
-                    "min_pair_distance": quality.min_pair_distance if quality else None,
-                    "renders": rerenders + 1,
-                    "effects": variant(job.plans[index], rerenders).to_dict(),
-                }
-                if artifact.is_given_up:
-                    report.append({"copy": index + 1, "file": None, "failed": artifact.failure, **figures})
-                    continue
-                name = f"{source.stem}-copy{index + 1}.mp4"
-                await store.get_file(artifact.object_key, out / name)
-                report.append({
-                    "copy": index + 1, "file": name, **figures,
-                    "sha256": artifact.sha256, "size": artifact.size, "duration_s": round(artifact.duration_s, 3),
-                    "width": artifact.width, "height": artifact.height,
-                    "render_seconds": transcoder.seconds.get(index),
-                })
-            return {"source": source.name, "thresholds": attrs.asdict(quality_thresholds()), "copies": report}
-        finally:
-            await pool.close()
-
+def _service_on(url: str) -> PostgresService:
+    """A fresh quote secret: the quotes live as long as this command."""
+    return postgres_service(
+        Settings(quote_secret=secrets.token_bytes(32)), {"database_url": url, "pool_size": 4, "direct": True}
+    )
 
 def make_copies(source: Path, copies: int, out: Path) -> int:
     if copies not in DEFAULT_TARIFF.offered:
@@ -126,7 +37,7 @@ def make_copies(source: Path, copies: int, out: Path) -> int:
     if not source.is_file():
         print(f"videocopies copies make: {source}: no such file", file=sys.stderr)
         return 2
-    memory_bytes = memory_bytes_from_env(os.environ)  # VIDEOCOPIES_FFMPEG_MEMORY_MB, as the worker's
+    memory_bytes = copies_make_memory_bytes()  # VIDEOCOPIES_FFMPEG_MEMORY_MB, as the worker's
     try:
         limits = Limits(max_bytes=MAX_INPUT_BYTES, max_seconds=MAX_INPUT_SECONDS)
         uvloop.run(PyAvProber(budget_s=120, limits=limits).probe(source, full_decode=True))
@@ -138,7 +49,7 @@ def make_copies(source: Path, copies: int, out: Path) -> int:
     before = set(out.iterdir())
     scratch = Path(tempfile.mkdtemp(prefix="videocopies-make-"))
     try:
-        report = uvloop.run(_make(source, copies, out, scratch, memory_bytes))
+        report = uvloop.run(make(source, copies, out, scratch, memory_bytes, _service_on))
         (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     except Exception as failure:  # noqa: BLE001 - one line for the user, nothing left behind
         for path in set(out.iterdir()) - before:

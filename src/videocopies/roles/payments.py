@@ -1,19 +1,16 @@
 """`videocopies payments reconcile|refund`: an operator's payment commands, run against the
-database and Telegram directly (core need not be running), printing what was done.
-
-The bot token comes from VIDEOCOPIES_BOT_TOKEN (and VIDEOCOPIES_TELEGRAM_URL for a Bot API
-server other than Telegram's), as for edge.
-"""
+database and Telegram directly (core need not be running), printing what was done. The bot
+is the one edge serves (settings/commands.py: PaymentsSettings)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import getpass
-import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from dependency_injector import providers
 
@@ -22,41 +19,40 @@ from videocopies.adapters.telegram.payments import TelegramPaymentProvider
 from videocopies.application import use_cases as uc
 from videocopies.application.errors import ApplicationError
 from videocopies.domain.shared import DomainError
-from videocopies.roles.containers import PostgresService
-from videocopies.settings import Settings
+from videocopies.roles.containers import PostgresService, postgres_service
+from videocopies.settings.commands import PaymentsSettings
+from videocopies.settings.links import BotLink
 
 
-def attach_provider(container: PostgresService, env: dict[str, str]) -> object | None:
+def attach_provider(container: PostgresService, link: BotLink) -> Any:
     """Telegram as this process's payment provider when a bot token is given; the Bot to
     close on the way out (None: no token, and the unconfigured provider stays)."""
-    if not env.get("VIDEOCOPIES_BOT_TOKEN"):
+    if link.token is None:
         return None
-    from videocopies.roles.edge import bot_from_env
+    from videocopies.roles.bots import telegram_bot  # aiogram is loaded only for a bot
 
-    bot = bot_from_env(env)
+    bot = telegram_bot(link)
     container.gateways.payment_provider.override(providers.Object(TelegramPaymentProvider(bot)))
     return bot
 
 
 @asynccontextmanager
-async def _service(database_url: str, env: dict[str, str]) -> AsyncIterator[PostgresService]:
+async def _service(database_url: str) -> AsyncIterator[PostgresService]:
     migrate.check(database_url)
-    container = PostgresService(settings=Settings.from_env(env))
-    container.gateways.config.from_dict({"database_url": database_url, "pool_size": 2})
-    bot = attach_provider(container, env)
-    if bot is None:
-        raise SystemExit("videocopies payments: set VIDEOCOPIES_BOT_TOKEN to reach the payment provider")
+    settings = PaymentsSettings.from_env()
+    container = postgres_service(settings.service, {"database_url": database_url, "pool_size": 2})
+    bot = attach_provider(container, settings.bot)
     pool = container.gateways.pool()
     await pool.open(wait=True, timeout=30)
     try:
         yield container
     finally:
         await pool.close()
-        await bot.session.close()  # type: ignore[attr-defined]
+        await bot.session.close()
 
 
-async def _run(database_url: str, args: argparse.Namespace, env: dict[str, str]) -> int:
-    async with _service(database_url, env) as container:
+async def _run(database_url: str, args: argparse.Namespace) -> int:
+    async with _service(database_url) as container:
         try:
             if args.action == "reconcile":
                 result = await container.use_cases.reconcile_payments()(trust_list=args.trust_list)
@@ -77,7 +73,7 @@ async def _run(database_url: str, args: argparse.Namespace, env: dict[str, str])
 
 def main(database_url: str, args: argparse.Namespace) -> int:
     try:
-        return asyncio.run(_run(database_url, args, dict(os.environ)))
+        return asyncio.run(_run(database_url, args))
     except migrate.SchemaError as refused:
         print(f"videocopies payments: {refused}", file=sys.stderr)
         return 2

@@ -21,23 +21,31 @@ import httpx
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.system import SystemClock
-from videocopies.application.nodes import IssueNodeToken
+from videocopies.application.nodes import IssueNodeToken, RevokeNode
 from videocopies.embedded.postgres import free_port
 from videocopies.telegram_limits import limits_env
 
 
-async def issue_token_async(url: str, name: str, role: str = "worker") -> str:
+class RoleFailed(Exception):
+    """A role did not start or stop cleanly (its log went to stderr)."""
+
+
+async def issue_token_async(url: str, name: str, role: str = "worker", revoke_first: bool = False) -> str:
+    """A token for the node `name`; `revoke_first`: the one from a previous run is revoked."""
     pool = make_pool(url, max_size=1)
     await pool.open(wait=True)
     try:
-        issued = await IssueNodeToken(PostgresNodeRegistry(pool), SystemClock(), secrets.token_hex)(name, role)
+        registry = PostgresNodeRegistry(pool)
+        if revoke_first:
+            await RevokeNode(registry, SystemClock())(name)
+        issued = await IssueNodeToken(registry, SystemClock(), secrets.token_hex)(name, role)
         return issued.token
     finally:
         await pool.close()
 
 
-def issue_token(url: str, name: str, role: str = "worker") -> str:
-    return asyncio.run(issue_token_async(url, name, role))
+def issue_token(url: str, name: str, role: str = "worker", revoke_first: bool = False) -> str:
+    return asyncio.run(issue_token_async(url, name, role, revoke_first))
 
 
 def stop_process(
@@ -157,6 +165,28 @@ def edge_process(
     environment.update(env)
     return subprocess.Popen([sys.executable, "-m", "videocopies.cli", "edge"], env=environment,
                             stderr=subprocess.PIPE)
+
+
+def control_process(
+    database_url: str, panel_url: str, password: str, home: Path, core_url: str
+) -> subprocess.Popen[bytes]:
+    port = panel_url.rsplit(":", 1)[1]
+    env = {**os.environ, "VIDEOCOPIES_DATABASE_URL": database_url, "VIDEOCOPIES_CONTROL_PASSWORD": password,
+           "VIDEOCOPIES_CONTROL_PORT": port, "VIDEOCOPIES_CONTROL_INVENTORY": str(home / "inventory.sqlite3"),
+           "VIDEOCOPIES_CORE_URL": core_url}
+    return subprocess.Popen([sys.executable, "-m", "videocopies.cli", "control"], env=env, stderr=subprocess.PIPE)
+
+
+def wait_until_serving(url: str, role: RoleProcess, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if role.process.poll() is not None:
+            raise RoleFailed(f"{role.name} exited ({role.process.returncode}):\n" + "\n".join(role.tail))
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        time.sleep(0.2)
+    raise RoleFailed(f"{role.name} did not answer on {url} within {timeout:.0f} s")
 
 
 class RoleProcess:

@@ -8,7 +8,7 @@ import math
 import resource
 import signal
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 
 import attrs
 
@@ -17,25 +17,12 @@ MIB = 1024 * 1024
 # full. Measured peaks (VmPeak) of a render: 1.6 GiB at 1080p30 on 2 cores, 1.9 GiB with 8
 # encoder threads, 2.3 GiB with 16, 2.4 GiB at 2160p30; resident at most 1.0 GiB.
 DEFAULT_MEMORY_BYTES = 4096 * MIB
-MEMORY_ENV = "VIDEOCOPIES_FFMPEG_MEMORY_MB"
 # A copy with no size cap (copies make, tests) still has a bound: twice Telegram's largest.
 UNCAPPED_FILE_BYTES = 4096 * MIB
 FILE_HEADROOM = 1.25
 # Room over the cap for the quality gate's frames file (measured 0.5-0.6 MiB: a few small gray
 # frames at 12 moments, whatever the length) and the MP4 index written at the end.
 FILE_SPARE_BYTES = 16 * MIB
-
-
-def memory_bytes_from_env(env: Mapping[str, str]) -> int:
-    """VIDEOCOPIES_FFMPEG_MEMORY_MB: the address space of each FFmpeg child (4096)."""
-    value = env.get(MEMORY_ENV) or str(DEFAULT_MEMORY_BYTES // MIB)
-    try:
-        megabytes = int(value)
-    except ValueError:
-        raise SystemExit(f"{MEMORY_ENV} must be a whole number of MiB, not {value!r}") from None
-    if megabytes < 256:
-        raise SystemExit(f"{MEMORY_ENV} must be at least 256 (MiB): FFmpeg does not start in less, not {value!r}")
-    return megabytes * MIB
 
 
 def file_bytes_for(max_copy_bytes: int | None) -> int:

@@ -34,16 +34,6 @@ class PacingSettings:
         if not 0 <= self.reply_reserve < self.bot_burst:
             raise ValueError("the reply reserve must be smaller than the bot's burst")
 
-    @classmethod
-    def from_env(cls, env: dict[str, str]) -> PacingSettings:
-        return cls(
-            bot_rate=float(env.get("VIDEOCOPIES_TELEGRAM_RATE", "30")),
-            bot_burst=int(env.get("VIDEOCOPIES_TELEGRAM_BURST", "25")),
-            reply_reserve=int(env.get("VIDEOCOPIES_TELEGRAM_REPLY_RESERVE", "15")),
-            chat_rate=float(env.get("VIDEOCOPIES_TELEGRAM_CHAT_RATE", "1")),
-            chat_burst=int(env.get("VIDEOCOPIES_TELEGRAM_CHAT_BURST", "2")),
-        )
-
 
 @attrs.define
 class Bucket:
