@@ -10,7 +10,6 @@ the downloads, which complete it later.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 from collections import Counter, OrderedDict
 from typing import Any
@@ -19,21 +18,20 @@ from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest, TelegramConflictError, TelegramRetryAfter
 from aiogram.methods import AnswerCallbackQuery, GetUpdates
 from aiogram.types import PreCheckoutQuery
-from aiohttp import web
 
 from videocopies.adapters.http.client import CoreClient, CoreRefused
 from videocopies.adapters.screens import text
+from videocopies.adapters.telegram.blocked import BlockedChats
 from videocopies.adapters.telegram.botapi import LeanBotApi
 from videocopies.adapters.telegram.downloads import Downloads
-from videocopies.adapters.telegram.sender import BlockedChats
 from videocopies.adapters.telegram.supervise import sleep_unless, until_stopped
+from videocopies.adapters.telegram.updates import event_of, is_update_id, unreadable, user_of
 from videocopies.application.ports import language_of
 
 log = logging.getLogger(__name__)
 ALLOWED_UPDATES = ["message", "callback_query", "pre_checkout_query"]
 # Telegram waits 10 s for a pre-checkout answer; core gets most of it, the answer the rest.
 PRE_CHECKOUT_ASK_S = 6.0
-VIDEO_TYPES_TO_PROBE = ("video/", "application/octet-stream")
 
 
 class Receiver:
@@ -87,7 +85,7 @@ class Receiver:
             if not isinstance(updates, list):
                 self.counts["poll_failures"] += 1
                 continue
-            ids = [u["update_id"] for u in updates if isinstance(u, dict) and _is_id(u.get("update_id"))]
+            ids = [u["update_id"] for u in updates if isinstance(u, dict) and is_update_id(u.get("update_id"))]
             if updates:
                 await self.store(updates)
             if ids:
@@ -112,7 +110,7 @@ class Receiver:
             try:
                 event = self._judge(update, checkouts)
             except Exception as error:  # noqa: BLE001 - an update we cannot read is kept as such
-                event = _unreadable(update, f"edge could not read it: {type(error).__name__}")
+                event = unreadable(update, f"edge could not read it: {type(error).__name__}")
             if event is not None:
                 events.append(event)
             else:
@@ -145,7 +143,7 @@ class Receiver:
         return {"stored": stored}
 
     def _judge(self, update: Any, checkouts: list[asyncio.Task[None]]) -> dict[str, Any] | None:
-        if not isinstance(update, dict) or not _is_id(update.get("update_id")):
+        if not isinstance(update, dict) or not is_update_id(update.get("update_id")):
             self.counts["unreadable_dropped"] += 1
             return None
         if (query := update.get("callback_query")) is not None:
@@ -193,7 +191,7 @@ class Receiver:
             log.warning("pre-checkout query unreadable: %r", error)
             self.counts["unreadable"] += 1
             return
-        body = {"user": _user(raw["from"]), "currency": query.currency, "total_amount": query.total_amount,
+        body = {"user": user_of(raw["from"]), "currency": query.currency, "total_amount": query.total_amount,
                 "invoice_payload": query.invoice_payload}
         try:
             verdict = await asyncio.wait_for(
@@ -217,110 +215,3 @@ class Receiver:
                     log.info("pre-checkout %s not answered: %r", query.id, error)
                     return
                 await asyncio.sleep(0.2)
-
-
-class WebhookReceiver:
-    """Updates pushed by Telegram: each is answered 200 once core has stored it (readable or
-    not), so a refusal or a crash makes Telegram deliver it again, and a poison update is
-    never delivered again and again. The secret token is checked first."""
-
-    def __init__(self, receiver: Receiver, bot: Bot, secret: str) -> None:
-        self._receiver, self._bot, self._secret = receiver, bot, secret
-        self.refused = 0
-
-    def app(self) -> web.Application:
-        app = web.Application(client_max_size=1024 * 1024)
-        app.router.add_post("/telegram/webhook", self._handle)
-        return app
-
-    async def _handle(self, request: web.Request) -> web.Response:
-        presented = request.headers.get("X-Telegram-Bot-Api-Secret-Token", "")
-        if not hmac.compare_digest(presented.encode(), self._secret.encode()):
-            self.refused += 1
-            return web.Response(status=401, text="wrong secret token")
-        try:
-            update = await request.json()
-        except ValueError:
-            return web.Response(status=400, text="not an update")
-        if not isinstance(update, dict) or not _is_id(update.get("update_id")):
-            return web.Response(status=400, text="not an update")
-        try:
-            await self._receiver.store([update])
-        except Exception as error:  # noqa: BLE001 - Telegram delivers it again
-            log.warning("update %s not stored: %r", update["update_id"], error)
-            return web.Response(status=503, text="not stored")
-        return web.Response(status=200)
-
-
-def event_of(update: dict[str, Any], download_limit: int) -> dict[str, Any] | None:
-    """The inbox event an update makes (None: nothing core acts on). What edge cannot make
-    sense of still becomes an event, unreadable, so the user is answered and it is counted;
-    core judges every field again on its own."""
-    update_id = update["update_id"]
-    if (query := update.get("callback_query")) is not None:
-        user = _user(query["from"])
-        data = query.get("data")
-        if not isinstance(data, str) or not data:
-            return _unreadable(update, "a button without data", user)
-        return {"update_id": update_id, "user": user, "kind": "button", "data": data}
-    if "message" not in update:
-        return None  # a kind we did not ask for
-    message = update["message"]
-    if not isinstance(message, dict):
-        return _unreadable(update, "a message that is not an object")
-    if message.get("from") is None:
-        return None  # a message from no one (a channel post forwarded into a chat)
-    user = _user(message["from"])
-    if (paid := message.get("successful_payment")) is not None:
-        payment = {"charge_id": paid["telegram_payment_charge_id"], "total_amount": paid["total_amount"],
-                   "currency": paid["currency"], "invoice_payload": paid["invoice_payload"]}
-        return {"update_id": update_id, "user": user, "kind": "payment", "payment": payment}
-    media = message.get("video") or message.get("document")
-    if media is not None:
-        return {"update_id": update_id, "user": user, "kind": "video", "video": _video(media, download_limit)}
-    content = message.get("text")
-    if content is None:
-        content = ""  # a sticker, a photo, a voice: core answers with help
-    if not isinstance(content, str):
-        return _unreadable(update, "text that is not a string", user)
-    return {"update_id": update_id, "user": user, "kind": "text", "text": content[:4096]}
-
-
-def _video(media: dict[str, Any], download_limit: int) -> dict[str, Any]:
-    size = media.get("file_size") or 0
-    mime = media.get("mime_type")
-    video: dict[str, Any] = {
-        "file_id": media["file_id"], "file_unique_id": media.get("file_unique_id"), "size": size,
-        "duration_s": float(media.get("duration") or 0), "width": int(media.get("width") or 0),
-        "height": int(media.get("height") or 0), "fps": 0.0, "mime_type": mime,
-        "source_key": None, "sha256": None, "refusal": None, "probed": False, "fetching": True,
-    }
-    if mime is not None and not str(mime).startswith(VIDEO_TYPES_TO_PROBE):
-        video.update(refusal="not_a_video", fetching=False)
-    elif size > download_limit:
-        video.update(refusal="too_big", fetching=False)  # Telegram would refuse getFile: nothing to fetch
-    return video
-
-
-def _unreadable(update: Any, reason: str, user: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    if not isinstance(update, dict) or not _is_id(update.get("update_id")):
-        return None
-    if user is None:
-        with_user = update.get("message") or update.get("callback_query") or {}
-        try:
-            user = _user(with_user["from"])
-        except Exception:  # noqa: BLE001 - no readable user: counted, nobody to answer
-            user = None
-    event: dict[str, Any] = {"update_id": update["update_id"], "kind": "unreadable", "reason": reason[:200]}
-    if user is not None:
-        event["user"] = user
-    return event
-
-
-def _user(user: dict[str, Any]) -> dict[str, Any]:
-    return {"id": user["id"], "language_code": user.get("language_code"),
-            "first_name": (user.get("first_name") or "")[:256]}
-
-
-def _is_id(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53

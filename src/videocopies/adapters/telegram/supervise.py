@@ -10,9 +10,10 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TypeVar
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 async def supervised(
@@ -44,16 +45,26 @@ async def sleep_unless(stop: asyncio.Event, seconds: float) -> None:
         await asyncio.wait_for(stop.wait(), seconds)
 
 
-async def until_stopped(stop: asyncio.Event, work: Awaitable[Any]) -> Any:
-    """The result of `work`, or None when `stop` is set first (the work is cancelled)."""
-    task = asyncio.ensure_future(work)
-    stopped = asyncio.ensure_future(stop.wait())
+async def racing(work: Awaitable[T], rival: Awaitable[object], timeout: float | None = None) -> asyncio.Future[T]:
+    """Run `work` until it or `rival` ends, or `timeout` passes; returns its task, done or
+    cancelled. What is still running is cancelled and waited for."""
+    task, other = asyncio.ensure_future(work), asyncio.ensure_future(rival)
     try:
-        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({task, other}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        stopped.cancel()
-    if not task.done():
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        return None
-    return task.result()
+        other.cancel()
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, other, return_exceptions=True)
+    return task
+
+
+async def until_stopped(stop: asyncio.Event, work: Awaitable[T]) -> T | None:
+    """The result of `work`, or None when `stop` is set first (the work is cancelled)."""
+    task = await racing(work, stop.wait())
+    return None if task.cancelled() else task.result()
+
+
+async def first_of(stop: asyncio.Event, waiting: Awaitable[object], timeout: float | None = None) -> None:
+    """Wait for `waiting`, `stop`, or the timeout, whichever comes first."""
+    await racing(waiting, stop.wait(), timeout)

@@ -15,6 +15,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from videocopies.adapters.telegram.supervise import racing
 from videocopies.testing.telegram_simulator import methods, params
 from videocopies.testing.telegram_simulator.accounts import BotAccount, Update, Webhook
 from videocopies.testing.telegram_simulator.control import control_routes
@@ -88,14 +89,7 @@ async def _unless_disconnected(receive: Receive, call: Coroutine) -> object:
         while (await receive())["type"] != "http.disconnect":
             pass
 
-    work, watch = asyncio.ensure_future(call), asyncio.ensure_future(disconnected())
-    try:
-        await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        watch.cancel()
-        if not work.done():
-            work.cancel()
-        await asyncio.gather(work, watch, return_exceptions=True)
+    work = await racing(call, disconnected())
     if work.cancelled():
         return []  # nobody is listening; the updates stay pending for the next poll
     return work.result()
