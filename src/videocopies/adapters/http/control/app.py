@@ -6,91 +6,29 @@ redirect. Every page needs a session; the inventory's forms need the session's C
 import asyncio
 import math
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from jinja2 import Environment, PackageLoader, select_autoescape
 
-from videocopies.adapters.http.control.login_limits import LoginLimits, Refused
-from videocopies.adapters.http.control.plots import bar_plot, line_plot
-from videocopies.adapters.http.control.sessions import COOKIE, PanelSessions, Session
-from videocopies.application.control import latency_series, minutes, throughput_series
+from videocopies.adapters.http.control import reads
+from videocopies.adapters.http.control.login_limits import Refused
+from videocopies.adapters.http.control.reads import BIGGEST_USER_ID
+from videocopies.adapters.http.control.rendering import SECURITY_HEADERS, ago, environment
+from videocopies.adapters.http.control.services import ControlServices
+from videocopies.adapters.http.control.sessions import COOKIE, Session
 from videocopies.application.inventory import SERVER_ROLES, InvalidServer, Server, ServerExists
-from videocopies.application.ports import (
-    Clock,
-    ControlReadModel,
-    CoreFigures,
-    CoreUnreachable,
-    ObjectTallies,
-    ServerInventory,
-)
 
 MAX_FORM_BYTES = 16 * 1024
-BIGGEST_USER_ID = 2**63 - 1  # user ids are bigint; a larger one is simply nobody
-LIMIT = 100
-UNREADABLE_LIMIT = 50
-SECURITY_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
-        "frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",
-}
-
-
-@attrs.frozen
-class ControlServices:
-    read_model: ControlReadModel
-    inventory: ServerInventory
-    sessions: PanelSessions
-    clock: Clock
-    core_url: str | None = None  # linked for its /metrics; the panel never depends on it
-    login_delay_s: float = 1.0  # a wrong password waits: guessing costs time
-    login_limits: LoginLimits = attrs.field(factory=LoginLimits)
-    objects: ObjectTallies | None = None  # the store's objects by kind and state, from their rows
-    core_figures: CoreFigures | None = None  # the store's disk and the nodes' scratch, as core knows them
-
-
-def _environment() -> Environment:
-    env = Environment(
-        loader=PackageLoader("videocopies.adapters.http.control", "templates"),
-        autoescape=select_autoescape(default=True),
-    )
-    env.filters["at"] = lambda value: value.strftime("%Y-%m-%d %H:%M:%S %Z") if value else "—"
-    env.filters["seconds"] = lambda value: f"{value:.1f} s" if value is not None else "—"
-    env.filters["bytes"] = _bytes
-    return env
-
-
-def _bytes(value: int | None) -> str:
-    if value is None:
-        return "—"
-    size, unit = float(value), "B"
-    for bigger in ("KiB", "MiB", "GiB", "TiB"):
-        if size < 1024:
-            break
-        size, unit = size / 1024, bigger
-    return f"{value} B" if unit == "B" else f"{size:.1f} {unit}"
-
-
-def _ago(now: datetime) -> Callable[[datetime | None], str]:
-    def ago(then: datetime | None) -> str:
-        if then is None:
-            return "never"
-        seconds = (now - then).total_seconds()
-        later = seconds < 0
-        seconds = abs(seconds)
-        text = (f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200
-                else f"{seconds / 3600:.0f} h" if seconds < 172800 else f"{seconds / 86400:.0f} days")
-        return f"in {text}" if later else f"{text} ago"
-
-    return ago
+__all__ = ["ControlServices", "create_app"]
+PAGES = (  # path, template, what it shows
+    ("/", "overview.html", reads.overview), ("/leases", "leases.html", reads.leases),
+    ("/orders", "orders.html", reads.orders), ("/payments", "payments.html", reads.payments),
+    ("/users/{user_id:int}", "user.html", reads.user), ("/unreadable", "unreadable.html", reads.unreadable),
+    ("/storage", "storage.html", reads.storage),
+)
 
 
 def _same_origin(request: Request) -> bool:
@@ -110,13 +48,13 @@ async def _form(request: Request) -> dict[str, list[str]]:
 
 def create_app(services: ControlServices) -> FastAPI:
     app = FastAPI(title="videocopies control", docs_url=None, redoc_url=None, openapi_url=None)
-    env = _environment()
+    env = environment()
     sessions = services.sessions
 
     def render(name: str, session: Session | None, status: int = 200, **context: Any) -> HTMLResponse:
         now = services.clock.now()
         html = env.get_template(name).render(
-            session=session, now=now, ago=_ago(now), core_url=services.core_url, **context
+            session=session, now=now, ago=ago(now), core_url=services.core_url, **context
         )
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
@@ -131,70 +69,9 @@ def create_app(services: ControlServices) -> FastAPI:
             session = signed_in(request)
             if session is None:
                 return to_login()
-            return render(name, session, **await read(request))
+            return render(name, session, **await read(services, request))
 
         return handler
-
-    async def overview(_request: Request) -> dict[str, Any]:
-        model, now = services.read_model, services.clock.now()
-        since = minutes(now)[0]
-        depth, nodes, duties, copies, latency = await asyncio.gather(
-            model.queue_depth(), model.nodes(), model.duties(),
-            model.copies_per_minute(since), model.latency_per_minute(since),
-        )
-        throughput = throughput_series(copies, now)
-        return {
-            "depth": depth, "nodes": nodes, "duties": duties,
-            "copies_in_hour": int(sum(p.value or 0 for p in throughput.points)),
-            "throughput_plot": bar_plot(throughput, "throughput", "Copies finished per minute", "copies/min"),
-            "latency_plot": line_plot(
-                latency_series(latency, now), "latency", "Wait for the first copy, p50 and p95 per minute", "seconds"
-            ),
-        }
-
-    async def leases(_request: Request) -> dict[str, Any]:
-        return {"leases": await services.read_model.leases(LIMIT)}
-
-    async def orders(_request: Request) -> dict[str, Any]:
-        model = services.read_model
-        in_progress, recent = await asyncio.gather(model.orders_in_progress(LIMIT), model.recent_orders(LIMIT))
-        return {"in_progress": in_progress, "recent": recent}
-
-    async def payments(_request: Request) -> dict[str, Any]:
-        model = services.read_model
-        recent, reconciliations, unconfirmed, reversed_ = await asyncio.gather(
-            model.payments(LIMIT), model.reconciliations(LIMIT), model.unconfirmed_payments(LIMIT),
-            model.reversed_payments(LIMIT),
-        )
-        return {"payments": recent, "reconciliations": reconciliations, "unconfirmed": unconfirmed,
-                "reversed": reversed_}
-
-    async def unreadable(_request: Request) -> dict[str, Any]:
-        return {"unreadable": await services.read_model.unreadable(UNREADABLE_LIMIT)}
-
-    async def user(request: Request) -> dict[str, Any]:
-        model = services.read_model
-        user_id = int(request.path_params["user_id"])
-        if user_id > BIGGEST_USER_ID:
-            return {"user_id": user_id, "ledger": None, "orders": [], "payments": []}
-        ledger, orders_, payments_ = await asyncio.gather(
-            model.ledger(user_id), model.user_orders(user_id, LIMIT), model.payments(LIMIT, user_id)
-        )
-        return {"user_id": user_id, "ledger": ledger, "orders": orders_, "payments": payments_}
-
-    async def storage(_request: Request) -> dict[str, Any]:
-        """The store's budget: objects and bytes by kind and state, the store's disk, and each
-        worker's and edge's scratch; what could not be read is said, not left out."""
-        objects = await services.objects.tallies() if services.objects is not None else None
-        figures, unreachable = None, None
-        if services.core_figures is None:
-            unreachable = "core's address is not set (VIDEOCOPIES_CORE_URL)"
-        else:
-            try:
-                figures = await services.core_figures.node_figures()
-            except CoreUnreachable as away:
-                unreachable = away.reason
-        return {"objects": objects, "figures": figures, "unreachable": unreachable}
 
     async def servers_page(request: Request, error: str | None = None, status: int = 200) -> Response:
         session = signed_in(request)
@@ -205,26 +82,19 @@ def create_app(services: ControlServices) -> FastAPI:
             roles=SERVER_ROLES, error=error,
         )
 
-    app.add_api_route("/", page("overview.html", overview), methods=["GET"], response_class=HTMLResponse)
-    app.add_api_route("/leases", page("leases.html", leases), methods=["GET"], response_class=HTMLResponse)
-    app.add_api_route("/orders", page("orders.html", orders), methods=["GET"], response_class=HTMLResponse)
-    app.add_api_route("/payments", page("payments.html", payments), methods=["GET"], response_class=HTMLResponse)
-    app.add_api_route("/users/{user_id:int}", page("user.html", user), methods=["GET"], response_class=HTMLResponse)
-    app.add_api_route("/unreadable", page("unreadable.html", unreadable), methods=["GET"],
-                      response_class=HTMLResponse)
+    for path, template, read in PAGES:
+        app.add_api_route(path, page(template, read), methods=["GET"], response_class=HTMLResponse)
 
     @app.get("/unreadable.json")
     async def unreadable_json(request: Request) -> Response:
         """The same list for scripts: [{at, update_id, user_id, reason}], newest first."""
         if signed_in(request) is None:
             return to_login()
-        rows = (await unreadable(request))["unreadable"]
+        rows = (await reads.unreadable(services, request))["unreadable"]
         return JSONResponse(
             {"unreadable": [{**attrs.asdict(row), "at": row.at.isoformat()} for row in rows]},
             headers=SECURITY_HEADERS,
         )
-
-    app.add_api_route("/storage", page("storage.html", storage), methods=["GET"], response_class=HTMLResponse)
 
     @app.get("/storage.json")
     async def storage_json(request: Request) -> Response:
@@ -232,7 +102,7 @@ def create_app(services: ControlServices) -> FastAPI:
         used} | null, scratch: [{role, node, bytes, files}] | null, core_unreachable: str | null}."""
         if signed_in(request) is None:
             return to_login()
-        read = await storage(request)
+        read = await reads.storage(services, request)
         figures = read["figures"]
         return JSONResponse({
             "objects": None if read["objects"] is None else [attrs.asdict(t) for t in read["objects"]],
