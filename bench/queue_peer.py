@@ -21,6 +21,7 @@ from typing import Any
 
 import psycopg
 import uvloop
+from _support import postgres_cpu_seconds
 
 ENTRYPOINT = "noop"
 
@@ -46,7 +47,7 @@ async def install(url: str, jobs: int) -> None:
         await conn.execute("VACUUM ANALYZE")
 
 
-async def _drain(url: str, batch: int, start_at: float) -> tuple[float, float, int]:
+async def _drain(url: str, batch: int, start_at: float) -> tuple[float, float, int, float]:
     from pgqueuer import PsycopgDriver, Queries, QueueManager
     from pgqueuer.types import QueueExecutionMode
 
@@ -61,28 +62,32 @@ async def _drain(url: str, batch: int, start_at: float) -> tuple[float, float, i
             last = time.time()
 
         await asyncio.sleep(max(0.0, start_at - time.time()))
-        began = time.time()
+        began, cpu = time.time(), time.process_time()
         await manager.run(batch_size=batch, mode=QueueExecutionMode.drain)
+        cpu = time.process_time() - cpu  # its idle seconds before it stops cost next to nothing
     # Ended at its last job's run, not at the process's exit: drain mode idles a few seconds
     # before it sees the queue is empty, and the last completions' log flush (≤ 0.1 s later)
     # is left out too, so any error here favours pgqueuer.
-    return began, last, done
+    return began, last, done, cpu
 
 
-def _worker(args: tuple[str, int, float]) -> tuple[float, float, int]:
+def _worker(args: tuple[str, int, float]) -> tuple[float, float, int, float]:
     return uvloop.run(_drain(*args))
 
 
-def throughput(url: str, workers: int, batch: int) -> dict[str, Any]:
+def throughput(url: str, workers: int, batch: int, postmaster: int) -> dict[str, Any]:
+    server_cpu = postgres_cpu_seconds(postmaster)
     start_at = time.time() + 2.0 + workers * 0.5
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as ex:
         results = list(ex.map(_worker, [(url, batch, start_at)] * workers))
-    seconds = max(e for _, e, _ in results) - min(b for b, _, _ in results)
-    jobs = sum(n for _, _, n in results)
+    server_cpu = postgres_cpu_seconds(postmaster) - server_cpu
+    seconds = max(e for _, e, _, _ in results) - min(b for b, _, _, _ in results)
+    jobs = sum(n for _, _, n, _ in results)
     with psycopg.connect(url) as conn:
         left = conn.execute("SELECT count(*) FROM pgqueuer").fetchone()[0]
         logged = conn.execute("SELECT count(*) FROM pgqueuer_log WHERE status = 'successful'").fetchone()[0]
     assert left == 0 and logged == jobs, (left, logged, jobs)
     return {"workers": workers, "batch": batch, "jobs": jobs, "seconds": round(seconds, 3),
-            "jobs_per_s": round(jobs / seconds, 1)}
+            "jobs_per_s": round(jobs / seconds, 1), "server_cpu_ms_per_job": round(server_cpu * 1000 / jobs, 3),
+            "client_cpu_ms_per_job": round(sum(c for _, _, _, c in results) * 1000 / jobs, 3)}

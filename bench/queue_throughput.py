@@ -33,7 +33,7 @@ from typing import Any
 import psycopg
 import queue_peer
 import uvloop
-from _support import emit, fresh_database, server
+from _support import emit, fresh_database, postgres_cpu_seconds, server
 
 from videocopies.adapters.postgres.notifier import PostgresNotifier
 from videocopies.adapters.postgres.pool import make_pool
@@ -83,31 +83,35 @@ async def _complete(complete: uc.CompleteJob, worker: WorkerId, claimed: list[uc
             raise outcome
 
 
-async def _drain(url: str, worker: str, batch: int, start_at: float) -> tuple[float, float, int]:
+async def _drain(url: str, worker: str, batch: int, start_at: float) -> tuple[float, float, int, float]:
     pool = make_pool(url, min_size=2, max_size=2, direct=True)
     await pool.open(wait=True)
     claim, complete = _cases(pool)
     await asyncio.sleep(max(0.0, start_at - time.time()))
-    began, done = time.time(), 0
+    began, done, cpu = time.time(), 0, time.process_time()
     while claimed := await claim(uc.ClaimJobCommand(WorkerId(worker), batch)):
         await _complete(complete, WorkerId(worker), claimed)
         done += len(claimed)
-    ended = time.time()
+    ended, cpu = time.time(), time.process_time() - cpu
     await pool.close()
-    return began, ended, done
+    return began, ended, done, cpu
 
 
-def _worker(args: tuple[str, str, int, float]) -> tuple[float, float, int]:
+def _worker(args: tuple[str, str, int, float]) -> tuple[float, float, int, float]:
     return uvloop.run(_drain(*args))
 
 
-def throughput(url: str, workers: int, batch: int) -> dict[str, Any]:
+def throughput(url: str, workers: int, batch: int, postmaster: int) -> dict[str, Any]:
+    """Also the CPU each job cost: the server's (over the whole run, idle moments included)
+    and the claimers' own (from their start to their last completion)."""
+    server_cpu = postgres_cpu_seconds(postmaster)
     start_at = time.time() + 2.0 + workers * 0.5
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as ex:
         results = list(ex.map(_worker, [(url, f"w{i}", batch, start_at) for i in range(workers)]))
-    seconds = max(e for _, e, _ in results) - min(b for b, _, _ in results)
-    jobs = sum(n for _, _, n in results)
+    server_cpu = postgres_cpu_seconds(postmaster) - server_cpu
+    seconds = max(e for _, e, _, _ in results) - min(b for b, _, _, _ in results)
+    jobs = sum(n for _, _, n, _ in results)
     with psycopg.connect(url) as conn:
         done, over, receipts, closed = conn.execute(
             "SELECT count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE attempts > 1),"
@@ -120,6 +124,8 @@ def throughput(url: str, workers: int, batch: int) -> dict[str, Any]:
         "jobs": jobs,
         "seconds": round(seconds, 3),
         "jobs_per_s": round(jobs / seconds, 1),
+        "server_cpu_ms_per_job": round(server_cpu * 1000 / jobs, 3),
+        "client_cpu_ms_per_job": round(sum(c for _, _, _, c in results) * 1000 / jobs, 3),
     }
 
 
@@ -230,14 +236,14 @@ def main() -> None:
             if pg.database_exists(name):
                 pg.drop_database(name)
             pg.create_database(name, template="queue_template")
-            runs.append(throughput(pg.url(name), workers, batch))
+            runs.append(throughput(pg.url(name), workers, batch, pg.pid))
             print(runs[-1], file=sys.stderr, flush=True)
         if not args.no_peer:
             if pg.database_exists("queue_peer"):
                 pg.drop_database("queue_peer")
             pg.create_database("queue_peer")
             asyncio.run(queue_peer.install(pg.url("queue_peer"), args.jobs))
-            peer = queue_peer.throughput(pg.url("queue_peer"), 4, 10)
+            peer = queue_peer.throughput(pg.url("queue_peer"), 4, 10, pg.pid)
             print({"pgqueuer": peer}, file=sys.stderr, flush=True)
         fresh_database(pg, "queue_trickle")
         wake = uvloop.run(trickle(pg.url("queue_trickle"), args.trickle, args.rate, claimers=4))
@@ -247,10 +253,14 @@ def main() -> None:
     if peer:
         versus = {
             "pgqueuer_jobs_per_s": peer["jobs_per_s"],
+            "pgqueuer_server_cpu_ms_per_job": peer["server_cpu_ms_per_job"],
+            "pgqueuer_client_cpu_ms_per_job": peer["client_cpu_ms_per_job"],
             "ratio_to_pgqueuer": round(best["jobs_per_s"] / peer["jobs_per_s"], 2),
         }
     emit(
-        {"bench": "queue_throughput", "workers": 4, "batch": 10, "jobs_per_s": best["jobs_per_s"], **versus,
+        {"bench": "queue_throughput", "workers": 4, "batch": 10, "jobs_per_s": best["jobs_per_s"],
+         "server_cpu_ms_per_job": best["server_cpu_ms_per_job"], "client_cpu_ms_per_job": best["client_cpu_ms_per_job"],
+         **versus,
          "runs": runs, **wake}
     )
 
