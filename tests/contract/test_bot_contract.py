@@ -78,18 +78,21 @@ async def test_an_update_stored_twice_is_handled_once(chat: Chat) -> None:
     assert len(await chat.received(BOB)) == 2
 
 
-async def test_a_user_is_held_by_one_processor_and_comes_back_with_new_events(chat: Chat) -> None:
+async def test_a_user_is_held_by_one_turn_and_comes_back_with_new_events(chat: Chat) -> None:
     now = chat.backend.clock.now()
     await chat.inbox.add([InboxEvent(1, BOB, "text", text="/help"), InboxEvent(2, ANNA, "text", text="/help")], now)
-    held = [*await chat.inbox.lease_users(now, 30, 1), *await chat.inbox.lease_users(now, 30, 5)]
-    assert sorted(held) == sorted([BOB.user_id, ANNA.user_id])
-    assert await chat.inbox.lease_users(now, 30, 5) == []
-    (event,) = await chat.inbox.pending([BOB.user_id])
-    await chat.inbox.done(event, [], "ok")
-    await chat.inbox.add([InboxEvent(3, BOB, "text", text="/balance")], now)  # arrives mid-turn
-    await chat.inbox.release([BOB.user_id, ANNA.user_id])
-    assert sorted(await chat.inbox.lease_users(now, 30, 5)) == sorted([BOB.user_id, ANNA.user_id])  # not forgotten
-    assert [e.update_id for e in await chat.inbox.pending([BOB.user_id, ANNA.user_id])] == [2, 3]
+    async with chat.inbox.turn() as turn, chat.inbox.turn() as other:
+        (one,), (two,) = await turn.claim(now, 1, 1), await other.claim(now, 5, 5)
+        assert sorted([one.user.user_id, two.user.user_id]) == sorted([BOB.user_id, ANNA.user_id])
+        async with chat.inbox.turn() as third:
+            assert await third.claim(now, 5, 5) == []
+        holder, bobs = (turn, one) if one.user == BOB else (other, two)
+        holder.done([(bobs, [], "ok")])
+        await holder.commit()
+    await chat.inbox.add([InboxEvent(3, BOB, "text", text="/balance")], now)  # after the turn
+    async with chat.inbox.turn() as turn:
+        events = await turn.claim(now, 5, 5)
+    assert [e.update_id for e in events] == [2, 3]  # nobody forgotten, the done one gone
 
 
 async def test_the_users_video_and_language_are_remembered(chat: Chat) -> None:

@@ -162,10 +162,13 @@ async def test_an_update_stored_twice_is_handled_once(chat: Chat) -> None:
 async def test_one_users_events_are_never_handled_at_once(chat: Chat) -> None:
     now = chat.shop.clock.now()
     await chat.inbox.add([InboxEvent(1, BOB, "text", text="/help"), InboxEvent(2, ANNA, "text", text="/help")], now)
-    (first,) = await chat.inbox.lease_users(now, 30, 1)
-    (second,) = await chat.inbox.lease_users(now, 30, 1)
-    assert {first, second} == {BOB.user_id, ANNA.user_id}
-    assert await chat.inbox.lease_users(now, 30, 5) == []  # both held
+    async with chat.inbox.turn() as one, chat.inbox.turn() as two, chat.inbox.turn() as three:
+        (first,) = await one.claim(now, 1, 1)
+        (second,) = await two.claim(now, 1, 1)
+        assert {first.user.user_id, second.user.user_id} == {BOB.user_id, ANNA.user_id}
+        assert await three.claim(now, 5, 5) == []  # both held
+    async with chat.inbox.turn() as again:  # a turn that ended without commit lets its users go
+        assert len(await again.claim(now, 5, 5)) == 2
 
 
 def test_the_confirm_button_is_short_and_bound_to_the_quote_and_its_terms() -> None:

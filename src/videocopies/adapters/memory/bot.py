@@ -4,13 +4,14 @@ PostgreSQL adapters."""
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
 import attrs
 
-from videocopies.adapters.memory.unit_of_work import InMemoryStore
+from videocopies.adapters.memory.unit_of_work import InMemoryStore, InMemoryUnitOfWork
 from videocopies.application.ports import UNREADABLE, BotUser, InboxEvent, OutboxMessage, QueuedMessage, StoredVideo
 from videocopies.application.use_cases.undeliverable import COPY, in_turns
 from videocopies.domain.orders import OrderState
@@ -29,7 +30,7 @@ class InMemoryInbox:
         self._store = store
         self.events: dict[int, InboxEvent] = {}  # by update id
         self.processed: dict[int, str] = {}  # update id -> outcome
-        self._leases: dict[UserId, datetime] = {}
+        self._held: set[UserId] = set()  # claimed by an open turn
         self._ids = 0
         self.fetch_timeout = timedelta(minutes=10)
 
@@ -53,29 +54,36 @@ class InMemoryInbox:
                 new += 1
         return new
 
-    async def lease_users(self, now: datetime, seconds: float, limit: int) -> Sequence[UserId]:
-        heads: dict[UserId, InboxEvent] = {}
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[InMemoryInboxTurn]:
+        async with InMemoryUnitOfWork(self._store) as uow:
+            turn = InMemoryInboxTurn(self, uow)
+            try:
+                yield turn
+            finally:
+                self._held -= set(turn.users)
+
+    def claim(
+        self, now: datetime, limit: int, others: int, users: Sequence[UserId] | None
+    ) -> tuple[list[UserId], list[InboxEvent]]:
+        by_user: dict[UserId, list[InboxEvent]] = {}
         for event in sorted(self.events.values(), key=lambda e: e.event_id or 0):
             if event.update_id not in self.processed:
-                heads.setdefault(event.user.user_id, event)
-        leased: list[UserId] = []
-        for user_id, head in heads.items():
-            if head.waits_for_file and (head.received_at or now) > now - self.fetch_timeout:
-                continue  # its file is not there yet
-            until = self._leases.get(user_id)
-            if (until is None or until <= now) and len(leased) < limit:
-                self._leases[user_id] = now + timedelta(seconds=seconds)
-                leased.append(user_id)
-        return leased
+                by_user.setdefault(event.user.user_id, []).append(event)
+        claimed: list[UserId] = []
+        counts = {True: 0, False: 0}  # users with only text waiting, the others
+        for user_id, events in by_user.items():
+            head, texts = events[0], all(e.kind == "text" for e in events)
+            if (user_id in self._held or (users is not None and user_id not in users)
+                    or (head.waits_for_file and (head.received_at or now) > now - self.fetch_timeout)):
+                continue  # held by another turn, not asked for, or its file is not there yet
+            if counts[texts] < (limit if texts else others):
+                counts[texts] += 1
+                claimed.append(user_id)
+        self._held |= set(claimed)
+        return claimed, [e for u in claimed for e in by_user[u]]
 
-    async def pending(self, user_ids: Sequence[UserId]) -> Sequence[InboxEvent]:
-        wanted = set(user_ids)
-        return sorted(
-            (e for e in self.events.values() if e.user.user_id in wanted and e.update_id not in self.processed),
-            key=lambda e: e.event_id or 0,
-        )
-
-    async def done(self, event: InboxEvent, replies: Sequence[OutboxMessage], outcome: str) -> None:
+    def done(self, event: InboxEvent, replies: Sequence[OutboxMessage], outcome: str) -> None:
         known = {m.dedup_key for m in self._store.outbox.values()}
         for message in replies:
             if message.dedup_key not in known:
@@ -87,14 +95,6 @@ class InMemoryInbox:
         received = stored.received_at if stored is not None else None
         if since is not None and (received is None or since <= received):
             del blocked[event.user.user_id]  # they wrote again since they were found blocked
-
-    async def done_many(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
-        for event, replies, outcome in handled:
-            await self.done(event, replies, outcome)
-
-    async def release(self, user_ids: Sequence[UserId]) -> None:
-        for user_id in user_ids:
-            self._leases.pop(user_id, None)
 
     async def complete_video(self, update_id: int, user_id: UserId, video: StoredVideo) -> bool:
         event = self.events.get(update_id)
@@ -112,6 +112,37 @@ class InMemoryInbox:
     async def fetching(self, limit: int) -> Sequence[InboxEvent]:
         waiting = [e for e in self.events.values() if e.update_id not in self.processed and e.waits_for_file]
         return sorted(waiting, key=lambda e: e.event_id or 0)[:limit]
+
+
+class InMemoryInboxTurn:
+    """The claimed users are held until the turn ends; what it marks done is written at commit."""
+
+    def __init__(self, inbox: InMemoryInbox, uow: InMemoryUnitOfWork) -> None:
+        self._inbox, self.uow = inbox, uow
+        self.users: list[UserId] = []
+        self._handled: list[tuple[InboxEvent, Sequence[OutboxMessage], str]] = []
+
+    async def claim(
+        self, now: datetime, limit: int, others: int, users: Sequence[UserId] | None = None
+    ) -> Sequence[InboxEvent]:
+        claimed, events = self._inbox.claim(now, limit, others, users)
+        self.users += claimed
+        return events
+
+    async def savepoint(self) -> None:
+        await self.uow.savepoint()
+
+    async def undo(self) -> None:
+        await self.uow.undo()
+
+    def done(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
+        self._handled += handled
+
+    async def commit(self) -> None:
+        for event, replies, outcome in self._handled:
+            self._inbox.done(event, replies, outcome)
+        self._handled = []
+        await self.uow.commit()
 
 
 class InMemoryBotUsers:

@@ -9,7 +9,8 @@ that queues its replies. The statements, and why each is shaped so, are in sql/b
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,7 +21,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres.mappers import order_from_row
 from videocopies.adapters.postgres.queries import sql
+from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from videocopies.application.ports import BotUser, InboxEvent, OutboxMessage, StoredVideo
+from videocopies.application.use_cases.joined import open_unit_of_work
 from videocopies.domain.shared import OrderId, UserId
 
 
@@ -56,20 +59,10 @@ class PostgresInbox:
             cur = await conn.execute(sql("keep_unreadable"), {"now": now, "updates": unreadable})
             return cur.rowcount
 
-    async def lease_users(self, now: datetime, seconds: float, limit: int) -> Sequence[UserId]:
-        params = {"now": now, "until": now + timedelta(seconds=seconds), "limit": limit,
-                  "fetch_deadline": now - self._fetch_timeout}
-        async with self._pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(sql("lease_inbox_users"), params)
-            rows = await cur.fetchall()
-        return [UserId(row[0]) for row in rows]
-
-    async def pending(self, user_ids: Sequence[UserId]) -> Sequence[InboxEvent]:
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(sql("pending_inbox_events"), [list(user_ids)])
-            rows = await cur.fetchall()
-            await conn.commit()
-        return [InboxEvent.from_payload(*row) for row in _events(rows)]
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[PostgresInboxTurn]:
+        async with PostgresUnitOfWork(self._pool) as uow:
+            yield PostgresInboxTurn(uow, self._fetch_timeout)
 
     async def complete_video(self, update_id: int, user_id: UserId, video: StoredVideo) -> bool:
         params = {"update_id": update_id, "user_id": user_id, "video": Jsonb(attrs.asdict(video))}
@@ -92,36 +85,6 @@ class PostgresInbox:
             await conn.commit()
         return [InboxEvent.from_payload(*row) for row in _events(rows)]
 
-    async def done(self, event: InboxEvent, replies: Sequence[OutboxMessage], outcome: str) -> None:
-        async with self._pool.connection() as conn, conn.transaction():
-            for reply in replies:
-                await conn.execute(
-                    sql("queue_reply"), [reply.user_id, reply.kind, Jsonb(reply.payload), reply.dedup_key]
-                )
-            done = {"user": event.user.user_id, "outcome": outcome, "id": event.event_id}
-            await conn.execute(sql("mark_inbox_event_done"), done)
-
-    async def done_many(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
-        replies = [reply for _, queued, _ in handled for reply in queued]
-        async with self._pool.connection() as conn, conn.transaction():
-            if replies:
-                await conn.execute(sql("queue_replies"), [Jsonb([
-                    {"user_id": r.user_id, "kind": r.kind, "payload": r.payload, "dedup_key": r.dedup_key}
-                    for r in replies
-                ])])
-            await conn.execute(sql("mark_inbox_done"), {
-                "users": sorted({e.user.user_id for e, _, _ in handled}),
-                "done": Jsonb([{"id": e.event_id, "outcome": o} for e, _, o in handled]),
-                "ids": [e.event_id for e, _, _ in handled],
-            })
-
-    async def release(self, user_ids: Sequence[UserId]) -> None:
-        users = list(user_ids)
-        async with self._pool.connection() as conn, conn.transaction():
-            await conn.execute(sql("hold_inbox_users"), [users])
-            await conn.execute(sql("forget_idle_inbox_users"), [users])
-            await conn.execute(sql("free_inbox_users"), [users])
-
     async def backlog(self) -> int:
         """Users waiting to be handled (for metrics)."""
         async with self._pool.connection() as conn:
@@ -131,47 +94,100 @@ class PostgresInbox:
         return int(count)
 
 
+class PostgresInboxTurn:
+    """The claim is the turn's first read; what it marks done, the replies it queues and the
+    users it lets go are sent with its COMMIT, in the unit of work's one round trip."""
+
+    def __init__(self, uow: PostgresUnitOfWork, fetch_timeout: timedelta) -> None:
+        self.uow = uow
+        self._fetch_timeout = fetch_timeout
+        self._users: list[UserId] = []
+        self._handled: list[tuple[InboxEvent, Sequence[OutboxMessage], str]] = []
+
+    async def claim(
+        self, now: datetime, limit: int, others: int, users: Sequence[UserId] | None = None
+    ) -> Sequence[InboxEvent]:
+        params = {"now": now, "limit": limit, "others": others, "fetch_deadline": now - self._fetch_timeout,
+                  "only": None if users is None else list(users)}
+        claimed = [UserId(row["user_id"]) for row in await self.uow.fetchall("claim_inbox_users", params)]
+        self._users += claimed
+        if not claimed:
+            return []
+        rows = await self.uow.fetchall("pending_inbox_events", [sorted(claimed)])
+        return [
+            InboxEvent.from_payload(r["update_id"], r["kind"], r["payload"], r["id"], r["received_at"]) for r in rows
+        ]
+
+    async def savepoint(self) -> None:
+        await self.uow.savepoint()
+
+    async def undo(self) -> None:
+        await self.uow.undo()
+
+    def done(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
+        self._handled += handled
+
+    async def commit(self) -> None:
+        handled, replies = self._handled, [reply for _, queued, _ in self._handled for reply in queued]
+        if replies:
+            self.uow.at_commit.append(("queue_replies", [Jsonb([
+                {"user_id": r.user_id, "kind": r.kind, "payload": r.payload, "dedup_key": r.dedup_key}
+                for r in replies
+            ])]))
+        if handled:
+            self.uow.at_commit.append(("mark_inbox_done", {
+                "users": sorted({e.user.user_id for e, _, _ in handled}),
+                "done": Jsonb([{"id": e.event_id, "outcome": o} for e, _, o in handled]),
+                "ids": [e.event_id for e, _, _ in handled],
+            }))
+        if self._users:
+            self.uow.at_commit.append(("forget_idle_inbox_users", [sorted(self._users)]))
+        await self.uow.commit()
+        self._users, self._handled = [], []
+
+
 class PostgresBotUsers:
+    """What the conversation asks runs in the inbox turn's transaction when one is open (see
+    application/use_cases/joined.py), else in a transaction of its own."""
+
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool
 
-    async def remember(self, user: BotUser, now: datetime) -> bool:
+    async def _rows(self, name: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        joined = open_unit_of_work()
+        if isinstance(joined, PostgresUnitOfWork):
+            return await joined.fetchall(name, params)
         async with self._pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(
-                sql("remember_bot_user"),
-                [user.user_id, user.language, user.first_name, now],
-            )
-            (inserted,) = await cur.fetchone()  # type: ignore[misc]
-        return bool(inserted)
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(sql(name), params)
+            return await cur.fetchall() if cur.description else []
+
+    async def remember(self, user: BotUser, now: datetime) -> bool:
+        (row,) = await self._rows("remember_bot_user", [user.user_id, user.language, user.first_name, now])
+        return bool(row["inserted"])
 
     async def remember_many(self, users: Sequence[BotUser], now: datetime) -> set[UserId]:
         latest = sorted({user.user_id: user for user in users}.values(), key=lambda u: u.user_id)
-        async with self._pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(sql("remember_bot_users"), [now, Jsonb([
-                {"user_id": u.user_id, "language": u.language, "first_name": u.first_name} for u in latest
-            ])])
-            rows = await cur.fetchall()
-        return {UserId(user_id) for user_id, inserted in rows if inserted}
+        rows = await self._rows("remember_bot_users", [now, Jsonb([
+            {"user_id": u.user_id, "language": u.language, "first_name": u.first_name} for u in latest
+        ])])
+        return {UserId(row["user_id"]) for row in rows if row["inserted"]}
 
     async def set_source(self, user_id: UserId, video: StoredVideo | None) -> None:
-        async with self._pool.connection() as conn, conn.transaction():
-            await conn.execute(
-                sql("set_user_source"),
-                [Jsonb(attrs.asdict(video)) if video else None, user_id],
-            )
+        await self._rows("set_user_source", [Jsonb(attrs.asdict(video)) if video else None, user_id])
 
     async def source(self, user_id: UserId) -> StoredVideo | None:
         """The user's waiting video; its `source_key` is None once the store no longer keeps
         the file (the object lifecycle deleted it, or decided to: see migration 0021)."""
-        row = await self._one(sql("user_source"), user_id)
-        if not row or not row["source"]:
+        rows = await self._rows("user_source", [user_id])
+        if not rows or not rows[0]["source"]:
             return None
-        video = StoredVideo(**row["source"])
-        return video if row["kept"] else attrs.evolve(video, source_key=None)
+        video = StoredVideo(**rows[0]["source"])
+        return video if rows[0]["kept"] else attrs.evolve(video, source_key=None)
 
     async def language(self, user_id: UserId) -> str:
-        row = await self._one(sql("user_language"), user_id)
-        return str(row["language"]) if row else "en"
+        rows = await self._rows("user_language", [user_id])
+        return str(rows[0]["language"]) if rows else "en"
 
     async def languages(self, user_ids: Sequence[int]) -> dict[int, str]:
         async with self._pool.connection() as conn:
@@ -207,38 +223,16 @@ class PostgresBotUsers:
         return {UserId(user_id) for (user_id,) in rows}
 
     async def orders_since(self, user_id: UserId, since: datetime) -> int:
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                sql("user_orders_since"),
-                [user_id, since],
-            )
-            (count,) = await cur.fetchone()  # type: ignore[misc]
-            await conn.commit()
-        return int(count)
+        (row,) = await self._rows("user_orders_since", [user_id, since])
+        return int(row["count"])
 
     async def history(self, user_id: UserId, limit: int) -> Sequence[Mapping[str, Any]]:
-        async with self._pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(
-                sql("user_history"),
-                [user_id, limit],
-            )
-            rows = await cur.fetchall()
-            await conn.commit()
-        orders = [order_from_row(row) for row in rows]
+        orders = [order_from_row(row) for row in await self._rows("user_history", [user_id, limit])]
         return [
             {"created_at": o.created_at.isoformat(), "copies": o.quote.copies, "state": o.state.value,
              "charged": o.charged}
             for o in orders
         ]
-
-    async def _one(self, query: str, user_id: UserId) -> dict[str, Any] | None:
-        async with self._pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(query, [user_id])
-            row = await cur.fetchone()
-            await conn.commit()
-        return row
 
 
 def _events(rows: Sequence[Any]) -> list[tuple[int, str, Any, int, datetime]]:

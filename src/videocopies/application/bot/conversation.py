@@ -26,6 +26,7 @@ from videocopies.application.ports import (
     PaidInvoice,
     StoredVideo,
 )
+from videocopies.application.use_cases.joined import new_or_joined
 from videocopies.domain.coins import CoinAccount, InsufficientCoins, LotKind, parse_invite
 from videocopies.domain.orders import OrderNotInState, OrderState
 from videocopies.domain.payments import DEFAULT_PACKAGES, PackageCatalog, PaymentMismatch
@@ -111,6 +112,11 @@ class Conversation:
         else:
             replies.screen("unknown")
         return replies.messages
+
+    def detached(self, event: InboxEvent) -> bool:
+        """Whether handling this event waits on the world outside (a payment asks the provider):
+        it then keeps its own transactions instead of joining the inbox turn's."""
+        return event.kind == "payment"
 
     def in_bulk(self, event: InboxEvent) -> bool:
         """Whether `handle_many` may take this event: not /history, and not an invite link
@@ -362,7 +368,7 @@ class Conversation:
 
     async def _balance(self, user_id: UserId) -> dict[str, Any]:
         now = self.clock.now()
-        async with self.uow() as uow:
+        async with new_or_joined(self.uow) as uow:
             account = await uow.accounts.get(user_id)
         return account_view(account, now)
 

@@ -2,13 +2,22 @@
 handled in order per user, never two events of one user at once, different users in
 parallel.
 
-A processor leases one user with pending events, handles them oldest first, and marks each
-done in the same transaction that writes its replies to the outbox. A processor that dies
-loses its lease; the next one handles what was not marked done.
+A turn is one transaction (`Inbox.turn`): it claims users with pending events (their rows
+locked, skipping users another turn holds), handles their events oldest first, and commits
+the use cases' writes, each event marked done and its replies queued, all at once: a confirm
+press costs that one transaction after edge's store. The use cases the conversation calls
+join the turn's transaction (`use_cases/joined.py`). Each event runs behind a savepoint: one
+that fails is undone alone, marked done with an error reply, and its user's queue goes on. A
+processor that dies mid-turn rolls its transaction back; the next turn handles the events.
 
 A video arrives as an event whose file edge is still fetching: its user's queue stops there
-(later events wait behind it, in order), and the user is not leased again until edge
+(later events wait behind it, in order), and the user is not claimed again until edge
 completes the event. A file that never comes is given up after `fetch_timeout_s`.
+
+A payment waits on the provider, which no transaction may do while it holds other rows: its
+user's queue stops there in a turn, and the user gets a turn of its own after the commit,
+in which the payment is handled first, outside the turn's transaction (its use case keeps
+its own), and the events behind it join as usual.
 """
 
 from __future__ import annotations
@@ -22,9 +31,12 @@ import attrs
 
 from videocopies.application.bot.conversation import Conversation
 from videocopies.application.ports import Clock, Inbox, InboxEvent, OutboxMessage
+from videocopies.application.ports.bot import InboxTurn
+from videocopies.application.use_cases.joined import joining
 from videocopies.domain.shared import UserId
 
 log = logging.getLogger(__name__)
+News = list[Callable[[], None]]
 
 
 class InboxProcessor:
@@ -34,76 +46,116 @@ class InboxProcessor:
         conversation: Conversation,
         clock: Clock,
         replies_queued: Callable[[], None] = lambda: None,
-        lease_s: float = 30.0,
         users_per_turn: int = 200,
+        others_per_turn: int = 8,
         fetch_timeout_s: float = 600.0,
     ) -> None:
         self._inbox, self._conversation, self._clock = inbox, conversation, clock
-        self._replies_queued, self._lease_s, self._users_per_turn = replies_queued, lease_s, users_per_turn
+        self._replies_queued, self._users_per_turn, self._others_per_turn = (
+            replies_queued, users_per_turn, others_per_turn
+        )
         self._fetch_timeout = timedelta(seconds=fetch_timeout_s)
         self.handled = 0
 
     async def turn(self) -> int:
-        """Handle the pending events of waiting users (one lease and one read for all of
-        them); each user's events in order, the users side by side. Users with only simple
-        text commands (the bulk of a burst) are handled together in a few statements and
-        released at once; the others one event at a time. 0 when no user was waiting."""
-        users = await self._inbox.lease_users(self._clock.now(), self._lease_s, self._users_per_turn)
-        if not users:
-            return 0
-        bulk: list[UserId] = []
-        rest = list(users)
-        handled = 0
-        try:
-            by_user: dict[UserId, list[InboxEvent]] = {user: [] for user in users}
-            for event in await self._inbox.pending(users):
-                by_user[event.user.user_id].append(event)
-            bulk = [u for u, events in by_user.items() if events and all(map(self._conversation.in_bulk, events))]
-            rest = [u for u in users if u not in set(bulk)]
-            if bulk:
-                try:
-                    handled += await self._handle_bulk([e for u in bulk for e in by_user[u]])
-                except Exception as error:  # noqa: BLE001 - one at a time still works
-                    log.warning("a bulk turn of %d users failed (%r); one event at a time", len(bulk), error)
-                    rest, bulk = list(users), []
-                else:
-                    await self._inbox.release(bulk)
-                    bulk = []
-            handled += sum(await asyncio.gather(*(self._handle(by_user[u]) for u in rest)))
-        finally:
-            if bulk or rest:
-                await self._inbox.release([*bulk, *rest])
+        """Handle the pending events of waiting users in one transaction: users with only simple
+        text commands (the bulk of a burst, up to `users_per_turn`) together in a few
+        statements, up to `others_per_turn` others one event at a time. 0 when no user was
+        waiting. More users are handled side by side by turns of other workers."""
+        news: News = []
+        paying: list[UserId] = []
+        async with self._inbox.turn() as turn:
+            events = await turn.claim(self._clock.now(), self._users_per_turn, self._others_per_turn)
+            by_user: dict[UserId, list[InboxEvent]] = {}
+            for event in events:
+                by_user.setdefault(event.user.user_id, []).append(event)
+            handled = await self._bulk(turn, by_user, news)
+            for user_events in by_user.values():
+                handled += await self._handle(turn, user_events, news, paying)
+            await turn.commit()
+        self._after(handled, news)
+        for user_id in paying:
+            handled += await self._paying(user_id)
         self.handled += handled
         return handled
 
-    async def _handle_bulk(self, events: Sequence[InboxEvent]) -> int:
-        events = sorted(events, key=lambda e: e.event_id or 0)
-        replies = await self._conversation.handle_many(events)
-        await self._inbox.done_many([(e, r, "ok") for e, r in zip(events, replies, strict=True)])
-        self._replies_queued()
+    async def _bulk(self, turn: InboxTurn, by_user: dict[UserId, list[InboxEvent]], news: News) -> int:
+        """The users whose events are all simple text, handled together; taken out of `by_user`.
+        Should the batch fail, it is undone and they go one event at a time."""
+        users = [u for u, events in by_user.items() if all(map(self._conversation.in_bulk, events))]
+        if not users:
+            return 0
+        events = sorted((e for u in users for e in by_user[u]), key=lambda e: e.event_id or 0)
+        await turn.savepoint()
+        try:
+            with joining(turn.uow) as after:
+                replies = await self._conversation.handle_many(events)
+        except Exception as error:  # noqa: BLE001 - one at a time still works
+            log.warning("a bulk turn of %d users failed (%r); one event at a time", len(users), error)
+            await turn.undo()
+            return 0
+        turn.done([(e, r, "ok") for e, r in zip(events, replies, strict=True)])
+        news += after
+        for user_id in users:
+            del by_user[user_id]
         return len(events)
 
-    async def _handle(self, events: Sequence[InboxEvent]) -> int:
+    async def _handle(
+        self, turn: InboxTurn, events: Sequence[InboxEvent], news: News, paying: list[UserId], detached: int = 0
+    ) -> int:
+        """One user's events in order, until one waits for its file or a payment (not the first
+        `detached` ones: those are handled outside the transaction)."""
         handled = 0
-        for event in events:
+        for n, event in enumerate(events):
             if event.waits_for_file:
                 assert event.video is not None
                 waited = self._clock.now() - (event.received_at or self._clock.now())
                 if waited < self._fetch_timeout:
                     return handled  # this user's later events wait for the file, in order
                 event = attrs.evolve(event, video=event.video.given_up())
+            if self._conversation.detached(event) and n >= detached:
+                paying.append(event.user.user_id)
+                return handled  # handled in a turn of its own, after this one commits
             handled += 1
-            try:
-                replies = await self._conversation.handle(event)
-                outcome = "ok"
-            except Exception as error:  # noqa: BLE001 - one bad event must not stop its user's queue
-                log.exception("inbox event %s failed", event.update_id)
-                replies = [OutboxMessage(event.user.user_id, "screen", {"screen": "unknown"},
-                                         f"in:{event.update_id}:error")]
-                outcome = f"error: {type(error).__name__}: {error}"[:500]
-            await self._inbox.done(event, replies, outcome)
-            self._replies_queued()  # use cases may have queued replies of their own
+            await self._one(turn, event, news, join=n >= detached)
         return handled
+
+    async def _one(self, turn: InboxTurn, event: InboxEvent, news: News, join: bool = True) -> None:
+        await turn.savepoint()
+        try:
+            if join:
+                with joining(turn.uow) as after:
+                    replies = await self._conversation.handle(event)
+                news += after
+            else:
+                replies = await self._conversation.handle(event)
+            outcome = "ok"
+        except Exception as error:  # noqa: BLE001 - one bad event must not stop its user's queue
+            log.exception("inbox event %s failed", event.update_id)
+            await turn.undo()
+            replies = [OutboxMessage(event.user.user_id, "screen", {"screen": "unknown"},
+                                     f"in:{event.update_id}:error")]
+            outcome = f"error: {type(error).__name__}: {error}"[:500]
+        turn.done([(event, replies, outcome)])
+
+    async def _paying(self, user_id: UserId) -> int:
+        """A user whose next event is a payment: a turn of their own, the payment first."""
+        news: News = []
+        async with self._inbox.turn() as turn:
+            events = await turn.claim(self._clock.now(), 0, 1, [user_id])
+            head = events[:1]
+            detached = 1 if head and self._conversation.detached(head[0]) else 0
+            handled = await self._handle(turn, events, news, [], detached)
+            await turn.commit()
+        self._after(handled, news)
+        return handled
+
+    def _after(self, handled: int, news: News) -> None:
+        """What the committed turn did is told: the use cases' news, and edge's replies."""
+        for told in news:
+            told()
+        if handled:
+            self._replies_queued()
 
     async def run(
         self,

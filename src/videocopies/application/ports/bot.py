@@ -10,12 +10,13 @@ it idempotent: an edge that retries after a lost answer stores nothing twice.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
 import attrs
 
-from videocopies.application.ports.unit_of_work import OutboxMessage
+from videocopies.application.ports.unit_of_work import OutboxMessage, UnitOfWork
 from videocopies.domain.shared import UserId
 
 
@@ -145,25 +146,39 @@ class BotUsers(Protocol):
         ...
 
 
+class InboxTurn(Protocol):
+    """One transaction: users claimed, their events handled, each marked done with its replies.
+    The users are this turn's until it ends; a processor that dies lets them go (its
+    transaction rolls back) and the next turn handles what was not committed."""
+
+    uow: UnitOfWork  # the turn's transaction, which the use cases it calls join
+
+    async def claim(
+        self, now: datetime, limit: int, others: int, users: Sequence[UserId] | None = None
+    ) -> Sequence[InboxEvent]:
+        """Up to `limit` waiting users whose events are all text and up to `others` other users
+        (only `users`, when given) that nobody else holds, not a user whose next event waits for
+        its file (unless it has waited past the fetch timeout): their pending events, oldest first."""
+        ...
+    async def savepoint(self) -> None:
+        """A point `undo` returns to: one per event, so a failing event is undone alone."""
+        ...
+    async def undo(self) -> None: ...
+    def done(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
+        """Mark these handled with their outcome and queue their replies, in this order, at commit
+        (a reply whose dedup key is known already is skipped)."""
+        ...
+    async def commit(self) -> None:
+        """Everything at once; the claimed users with nothing left pending stop waiting."""
+        ...
+
+
 class Inbox(Protocol):
     async def add(self, events: Sequence[InboxEvent], now: datetime) -> int:
         """Store new events (an update id seen before is skipped); returns how many were new."""
         ...
-    async def lease_users(self, now: datetime, seconds: float, limit: int) -> Sequence[UserId]:
-        """Up to `limit` users with pending events nobody else holds, for `seconds`; not a
-        user whose next event waits for its file (unless it has waited past the fetch timeout)."""
-        ...
-    async def pending(self, user_ids: Sequence[UserId]) -> Sequence[InboxEvent]:
-        """These users' unhandled events, oldest first."""
-        ...
-    async def done(self, event: InboxEvent, replies: Sequence[OutboxMessage], outcome: str) -> None:
-        """Mark handled and queue the replies, in one transaction."""
-        ...
-    async def done_many(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
-        """`done` for many events, in one transaction; the replies queued in this order."""
-        ...
-    async def release(self, user_ids: Sequence[UserId]) -> None:
-        """Give the users back: forgotten when nothing is pending, else free for the next turn."""
+    def turn(self) -> AbstractAsyncContextManager[InboxTurn]:
+        """One transaction of the inbox processor (leaving it without `commit` rolls it back)."""
         ...
     async def complete_video(self, update_id: int, user_id: UserId, video: StoredVideo) -> bool:
         """Edge fetched (or could not fetch) the file of a waiting video event; its user is

@@ -6,6 +6,7 @@ import attrs
 
 from videocopies.application.ports import Clock
 from videocopies.application.use_cases._common import UowFactory, load_order, settle
+from videocopies.application.use_cases.joined import new_or_joined
 from videocopies.domain.orders import OrderState
 from videocopies.domain.shared import OrderId, UserId
 
@@ -26,7 +27,7 @@ class CancelOrder:
 
     async def __call__(self, cmd: CancelOrderCommand) -> OrderState:
         now = self._clock.now()
-        async with self._uow() as uow:
+        async with new_or_joined(self._uow) as uow:
             # Job before order before account, the order every use case locks them in.
             job = await uow.jobs.for_order(cmd.order_id)
             order = await load_order(uow, cmd.order_id, cmd.user_id)

@@ -10,6 +10,7 @@ import attrs
 from videocopies.application.errors import Conflict
 from videocopies.application.ports import Clock, GrantRecord, Ids, OutboxMessage
 from videocopies.application.use_cases._common import UowFactory, load_account
+from videocopies.application.use_cases.joined import new_or_joined
 from videocopies.domain.coins import CoinAccount, LotKind
 from videocopies.domain.shared import LotId, UserId
 
@@ -68,7 +69,7 @@ class GrantCoins:
         now = self._clock.now()
         new_lots: set[LotId] = set()
         users = sorted({c.user_id for c in commands} | set(read))  # rows locked in one order
-        async with self._uow() as uow:
+        async with new_or_joined(self._uow) as uow:
             await uow.prefetch(accounts=users)  # one round trip for the whole batch
             for cmd in commands:
                 if cmd.granted_by is not None:

@@ -8,6 +8,7 @@ from videocopies.application.errors import ServiceBusy
 from videocopies.application.ports import Clock, Ids, Notifier, OutboxMessage
 from videocopies.application.use_cases._common import UowFactory, load_account, load_order
 from videocopies.application.use_cases.grants import reward_first_order
+from videocopies.application.use_cases.joined import after_commit, new_or_joined
 from videocopies.domain.coins import GrantRules
 from videocopies.domain.effects import plan_copies
 from videocopies.domain.jobs import make_job
@@ -48,7 +49,7 @@ class ConfirmOrder:
 
     async def __call__(self, cmd: ConfirmOrderCommand) -> OrderId:
         now = self._clock.now()
-        async with self._uow() as uow:
+        async with new_or_joined(self._uow) as uow:
             referrals = [cmd.user_id] if self._grants is not None else []
             await uow.prefetch(orders=[cmd.quote_id], accounts=[cmd.user_id], referrals=referrals)
             order = await load_order(uow, cmd.quote_id, cmd.user_id)
@@ -68,5 +69,5 @@ class ConfirmOrder:
             if cmd.announce is not None:
                 await uow.outbox.add(cmd.announce)
             await uow.commit()
-        self._notifier.job_available()
+        after_commit(self._notifier.job_available)
         return order.order_id

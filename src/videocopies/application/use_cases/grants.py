@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from videocopies.application.ports import Clock, GrantRecord, OutboxMessage, UnitOfWork
 from videocopies.application.use_cases._common import UowFactory, load_account
+from videocopies.application.use_cases.joined import new_or_joined
 from videocopies.domain.coins import GrantRules, LotKind, Referral, ReferralOutcome
 from videocopies.domain.shared import UserId
 
@@ -30,7 +31,7 @@ class RewardReferral:
 
     async def __call__(self, invitee: UserId, inviter: UserId) -> Referral:
         now = self._clock.now()
-        async with self._uow() as uow:
+        async with new_or_joined(self._uow) as uow:
             # Both accounts locked in id order, so two referrals never wait on each other.
             await uow.prefetch(accounts=sorted({invitee, inviter}))
             chain: list[UserId] = []

@@ -9,6 +9,7 @@ import attrs
 
 from videocopies.application.ports import Clock, Ids, OutboxMessage
 from videocopies.application.use_cases._common import UowFactory
+from videocopies.application.use_cases.joined import new_or_joined
 from videocopies.domain.orders import Order
 from videocopies.domain.pricing import PricingPolicy, Quote, QuoteKeys
 from videocopies.domain.shared import UserId
@@ -46,7 +47,7 @@ class QuoteOrder:
             self._ids.order_id(), cmd.user_id, cmd.source_key, cmd.copies,
             self._policy.current, now, self._ttl, self._keys, cmd.source_bytes,
         )
-        async with self._uow() as uow:
+        async with new_or_joined(self._uow) as uow:
             await uow.orders.add(Order.from_quote(quote, self._ids.seed(), now))
             if cmd.announce is not None:
                 await uow.outbox.add(cmd.announce(quote))

@@ -43,15 +43,32 @@ class InMemoryUnitOfWork:
         self.outbox = _Outbox(store)
         self.capacity = _Capacity(store)
         self.committed = False
+        # Blocks joined to the open one (an inbox turn's use cases): memory has no transaction to
+        # share, so a joined block's commit is written at once; leaving without one forgets it.
+        self._depth = 0
+        self._open = False
 
     async def __aenter__(self) -> InMemoryUnitOfWork:
+        if self._open:
+            self._depth += 1
+        self._open = True
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._reset()  # leaving without commit rolls back, as the port promises
+        if self._depth:
+            self._depth -= 1
+            return
+        self._open = False
         self._unlock()
+
+    async def savepoint(self) -> None:
+        """Memory writes a joined block's commit at once: there is nothing to return to."""
+
+    async def undo(self) -> None:
+        self._reset()
 
     async def prefetch(self, orders: Sequence[OrderId] = (), accounts: Sequence[UserId] = (), **hints: Any) -> None:
         """Memory has no round trips to save; loading stays lazy."""

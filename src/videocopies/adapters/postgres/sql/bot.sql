@@ -4,9 +4,10 @@
 -- is a wait in the path of each update of a burst. Batches travel as one JSON document (json.dumps
 -- runs in C) rather than as arrays, which psycopg builds element by element in Python, escaping
 -- every string: in a burst of /start that was a sixth of core's CPU. An update id seen before is
--- skipped. The user is marked waiting with DO UPDATE, not DO NOTHING: it waits for a processor
--- that is releasing this user right now, so the user is never forgotten with an event still
--- waiting. Rows are locked in user id order, here and in release, so the two never deadlock.
+-- skipped. The user is marked waiting with DO UPDATE, not DO NOTHING: it waits for an inbox turn
+-- that holds this user right now (claim_inbox_users) to end, so the user is never forgotten with an
+-- event still waiting. Rows are locked in user id order; a turn takes them with SKIP LOCKED and
+-- never waits for one, so the two never deadlock.
 WITH added AS (
     INSERT INTO inbox (update_id, user_id, kind, payload, received_at)
     SELECT e.update_id, e.user_id, e.kind, e.payload, %(now)s::timestamptz
@@ -20,20 +21,35 @@ WITH added AS (
 )
 SELECT count(*) FROM added;
 
--- lease_inbox_users --
--- Waiting users leased to one processor, skipping users another holds. A user whose next event is
+-- claim_inbox_users --
+-- Waiting users taken by an inbox turn: their rows stay locked until its transaction ends, which
+-- handles their events, so others skip them, and a processor that dies lets them go with its
+-- connection. Two kinds in one statement: users with only text waiting (a burst of /start, handled
+-- together in a few statements) up to `limit`, and the others (buttons, videos, payments, each a
+-- use case) up to `others`, oldest first, `only` these users when given. A user whose next event is
 -- a video edge is still fetching waits for it (edge completes the event, which frees the user),
--- unless it has waited past the fetch timeout: then it is handled as a file that never came. The
--- look is one probe of the pending index per candidate.
-UPDATE inbox_users SET claimed_until = %(until)s
- WHERE user_id IN (SELECT u.user_id FROM inbox_users u
-                    WHERE (u.claimed_until IS NULL OR u.claimed_until <= %(now)s)
-                      AND NOT COALESCE((SELECT (i.payload->'video'->>'fetching')::boolean
-                                                AND i.received_at > %(fetch_deadline)s
-                                          FROM inbox i WHERE i.user_id = u.user_id AND i.processed_at IS NULL
-                                         ORDER BY i.id LIMIT 1), false)
-                    ORDER BY u.since LIMIT %(limit)s FOR UPDATE OF u SKIP LOCKED)
-RETURNING user_id;
+-- unless it has waited past the fetch timeout: then it is handled as a file that never came. A lease
+-- (claimed_until) is a processor of the previous version's. The events are read by the next
+-- statement, whose snapshot comes after the locks: a turn that just ended is seen as done.
+WITH texts AS (
+    SELECT u.user_id FROM inbox_users u
+     WHERE (u.claimed_until IS NULL OR u.claimed_until <= %(now)s)
+       AND (%(only)s::bigint[] IS NULL OR u.user_id = ANY(%(only)s::bigint[]))
+       AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.user_id = u.user_id AND i.processed_at IS NULL
+                          AND i.kind <> 'text')
+     ORDER BY u.since LIMIT %(limit)s FOR UPDATE OF u SKIP LOCKED
+), others AS (
+    SELECT u.user_id FROM inbox_users u
+     WHERE (u.claimed_until IS NULL OR u.claimed_until <= %(now)s)
+       AND (%(only)s::bigint[] IS NULL OR u.user_id = ANY(%(only)s::bigint[]))
+       AND EXISTS (SELECT 1 FROM inbox i WHERE i.user_id = u.user_id AND i.processed_at IS NULL
+                      AND i.kind <> 'text')
+       AND NOT COALESCE((SELECT (i.payload->'video'->>'fetching')::boolean AND i.received_at > %(fetch_deadline)s
+                           FROM inbox i WHERE i.user_id = u.user_id AND i.processed_at IS NULL
+                          ORDER BY i.id LIMIT 1), false)
+     ORDER BY u.since LIMIT %(others)s FOR UPDATE OF u SKIP LOCKED
+)
+SELECT user_id FROM texts UNION ALL SELECT user_id FROM others;
 
 -- pending_inbox_events --
 -- The unhandled events of these users, in arrival order.
@@ -66,11 +82,6 @@ SELECT 1 FROM inbox
  WHERE update_id = %(update_id)s AND user_id = %(user_id)s AND kind = 'video' AND processed_at IS NULL
    AND (payload->'video'->>'fetching')::boolean;
 
--- queue_reply --
--- One reply of a handled event (a dedup key seen before is skipped).
-INSERT INTO outbox (user_id, kind, payload, dedup_key, created_at)
-VALUES (%s, %s, %s, %s, now()) ON CONFLICT (dedup_key) DO NOTHING;
-
 -- queue_replies --
 -- The replies of a batch of handled events, in order, as one JSON document.
 INSERT INTO outbox (user_id, kind, payload, dedup_key, created_at)
@@ -96,15 +107,6 @@ UPDATE inbox SET processed_at = now(), outcome = d.outcome
   FROM jsonb_to_recordset(%(done)s::jsonb) AS d(id bigint, outcome text)
  WHERE inbox.id = d.id AND inbox.id = ANY(%(ids)s::bigint[]);
 
--- mark_inbox_event_done --
--- One event handled; as mark_inbox_done.
-WITH reachable AS (
-    UPDATE bot_users b SET blocked_at = NULL
-     WHERE b.blocked_at IS NOT NULL AND b.user_id = %(user)s
-       AND b.blocked_at <= (SELECT i.received_at FROM inbox i WHERE i.id = %(id)s)
-)
-UPDATE inbox SET processed_at = now(), outcome = %(outcome)s WHERE id = %(id)s;
-
 -- keep_unreadable --
 -- An unreadable update whose user is unknown is kept as handled: there is nobody to answer.
 INSERT INTO inbox (update_id, user_id, kind, payload, received_at, processed_at, outcome)
@@ -119,20 +121,15 @@ INSERT INTO bot_users (user_id, language, first_name, created_at)
 SELECT u.user_id, u.language, u.first_name, %s::timestamptz
   FROM jsonb_to_recordset(%s::jsonb) AS u(user_id bigint, language text, first_name text)
 ON CONFLICT (user_id) DO UPDATE SET language = EXCLUDED.language, first_name = EXCLUDED.first_name
-RETURNING user_id, (xmax = 0);
-
--- hold_inbox_users --
--- Released users' rows locked in user id order, as add_to_inbox locks them.
-SELECT 1 FROM inbox_users WHERE user_id = ANY(%s) ORDER BY user_id FOR UPDATE;
+RETURNING user_id, (xmax = 0) AS inserted;
 
 -- forget_idle_inbox_users --
--- Released users with nothing left to handle stop waiting.
+-- Claimed users with nothing left to handle stop waiting, at the end of their turn (a statement
+-- of its own, so that it sees the events the turn marked done). Their rows are locked since the
+-- claim; edge storing an event for one of them waits on that lock (add_to_inbox's DO UPDATE), so
+-- a user is never forgotten with an event still waiting.
 DELETE FROM inbox_users u WHERE u.user_id = ANY(%s)
    AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.user_id = u.user_id AND i.processed_at IS NULL);
-
--- free_inbox_users --
--- Released users' leases end.
-UPDATE inbox_users SET claimed_until = NULL WHERE user_id = ANY(%s);
 
 -- inbox_backlog --
 -- Users waiting to be handled (for metrics).
@@ -144,7 +141,7 @@ INSERT INTO bot_users (user_id, language, first_name, created_at)
  VALUES (%s, %s, %s, %s) ON CONFLICT (user_id)
  DO UPDATE SET language = EXCLUDED.language,
  first_name = EXCLUDED.first_name
- RETURNING (xmax = 0);
+ RETURNING (xmax = 0) AS inserted;
 
 -- set_user_source --
 -- The video a user sent last, waiting for their order.

@@ -18,6 +18,25 @@ SET LOCAL synchronous_commit TO off;
 SELECT videocopies_apply({writes}::jsonb);
 COMMIT;
 
+-- apply_writes_joined --
+-- The writes of a unit of work joined to an open one (an inbox turn's use case): sent without the
+-- COMMIT, which the outer one sends, behind a savepoint so that a refused write (a fenced job, a
+-- full house) undoes only them: rollback_joined returns there and the turn goes on.
+SAVEPOINT joined;
+SELECT videocopies_apply({writes}::jsonb);
+RELEASE SAVEPOINT joined;
+
+-- rollback_joined --
+ROLLBACK TO SAVEPOINT joined;
+
+-- savepoint_event --
+-- An inbox turn handles each event behind a savepoint: an event that fails is undone alone, and
+-- still marked done (with its error) when the turn commits.
+SAVEPOINT inbox_event;
+
+-- rollback_event --
+ROLLBACK TO SAVEPOINT inbox_event;
+
 -- load_reads --
 -- The opening read of a unit of work as one call of videocopies_load (migration 0022): a
 -- literal the server parses in a moment, while it keeps the plans of the locking reads inside

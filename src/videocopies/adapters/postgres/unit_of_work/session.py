@@ -3,7 +3,7 @@ set sent with the COMMIT."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
@@ -33,17 +33,27 @@ from videocopies.domain.receipts import Receipt
 from videocopies.domain.shared import JobId, OrderId, UserId
 
 _IDLE = psycopg.pq.TransactionStatus.IDLE
+_FAILED = psycopg.pq.TransactionStatus.INERROR
+Params = Mapping[str, Any] | Sequence[Any]
 
 
 class PostgresUnitOfWork:
     """Reads lock what they load (only the rows asked for); writes are sent together at commit,
     in one round trip, after the aggregates' own rules have run. The unit of work opens its
     transaction itself (its connection is in autocommit while it holds it), so the BEGIN
-    travels with the first read instead of costing a round trip of its own."""
+    travels with the first read instead of costing a round trip of its own.
+
+    Entered again while open, it is joined: the inner block's `commit` sends its writes inside
+    the open transaction (behind a savepoint, so a refused write undoes only them) and the
+    outer block commits them all; leaving the inner block without commit forgets what it
+    loaded and changed. `at_commit` statements (an inbox turn's) go with the outer COMMIT."""
 
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool
         self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._depth = 0  # blocks joined to the open one
+        self._joined_done: list[bool] = []  # per joined block: did it commit?
+        self.at_commit: list[tuple[str, Params]] = []  # statements sent, bound here, before the writes
         self.pending: write_set.Writes = []  # plain inserts queued by record repositories
         self.late: write_set.Writes = []  # inserts that reference aggregates written at commit
         self.accounts = PostgresAccounts(self)
@@ -61,6 +71,10 @@ class PostgresUnitOfWork:
         self.capacity = PostgresCapacity(self)
 
     async def __aenter__(self) -> PostgresUnitOfWork:
+        if self._conn is not None:
+            self._depth += 1
+            self._joined_done.append(False)
+            return self
         conn = await self._pool.getconn()
         try:
             # The unit of work sends BEGIN itself, in the round trip of its first read.
@@ -74,7 +88,13 @@ class PostgresUnitOfWork:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self._depth:
+            self._depth -= 1
+            if not self._joined_done.pop():
+                await self.discard()
+            return
         conn, self._conn = self._conn, None
+        self.at_commit.clear()
         if conn is None:
             return
         try:
@@ -97,7 +117,7 @@ class PostgresUnitOfWork:
         if self.conn.info.transaction_status == _IDLE:
             await self._send(self.conn.cursor(), write_set.begin_statement())
 
-    async def fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    async def fetchone(self, query: str, params: Params) -> dict[str, Any] | None:
         try:
             await self._begin()
             async with self.conn.cursor(row_factory=dict_row) as cur:
@@ -106,12 +126,12 @@ class PostgresUnitOfWork:
         except psycopg.Error as error:
             raise translate(error) from error
 
-    async def fetchall(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    async def fetchall(self, query: str, params: Params) -> list[dict[str, Any]]:
         try:
             await self._begin()
             async with self.conn.cursor(row_factory=dict_row) as cur:
                 await cur.execute(sql(query), params)
-                return await cur.fetchall()
+                return await cur.fetchall() if cur.description else []
         except psycopg.Error as error:
             raise translate(error) from error
 
@@ -192,21 +212,66 @@ class PostgresUnitOfWork:
     async def commit(self, durable: bool = True) -> None:
         """Every write and the COMMIT go in one round trip; a fenced write that matches no row
         aborts it from inside the database (see write_set.apply_statement). Not `durable`: the COMMIT
-        does not wait for its WAL flush (synchronous_commit off for this transaction alone)."""
-        now = datetime.now(UTC)
-        # Aggregates first, then the records that reference them, then the plain inserts.
-        writes = [
-            *self.accounts.writes(now), *self.orders.writes(), *self.jobs.writes(now), *self.late, *self.pending,
-        ]
+        does not wait for its WAL flush (synchronous_commit off for this transaction alone).
+        In a joined block: the writes are sent without the COMMIT (see the class)."""
+        if self._depth:
+            await self._flush()
+            self._joined_done[-1] = True
+            return
+        writes = self._writes()
         try:
-            if writes:
+            if writes or self.at_commit:
                 opening = write_set.opening() if self.conn.info.transaction_status == _IDLE else b""
                 relaxed = b"" if durable else write_set.relaxed()
-                await self._send(self.conn.cursor(), opening + relaxed + write_set.apply_statement(self.conn, writes))
+                await self._send(
+                    self.conn.cursor(),
+                    opening + relaxed + self._bound(self.at_commit) + write_set.apply_statement(self.conn, writes),
+                )
             await self.conn.commit()
         except psycopg.Error as error:
             await self.conn.rollback()
             raise translate(error) from error
+        finally:
+            self.at_commit.clear()
+        self._forget()
+
+    def _writes(self) -> write_set.Writes:
+        now = datetime.now(UTC)
+        # Aggregates first, then the records that reference them, then the plain inserts.
+        return [
+            *self.accounts.writes(now), *self.orders.writes(), *self.jobs.writes(now), *self.late, *self.pending,
+        ]
+
+    def _bound(self, statements: Sequence[tuple[str, Params]]) -> bytes:
+        """Statements with their parameters bound here, to travel in one simple query."""
+        cursor = psycopg.AsyncClientCursor(self.conn)
+        return b"".join(cursor.mogrify(sql(name), params).encode() + b";\n" for name, params in statements)
+
+    async def _flush(self) -> None:
+        writes = self._writes()
+        try:
+            if writes:
+                await self._begin()
+                await self._send(self.conn.cursor(), write_set.apply_joined_statement(self.conn, writes))
+        except psycopg.Error as error:
+            if self.conn.info.transaction_status == _FAILED:  # refused: back to before these writes
+                await self._send(self.conn.cursor(), sql("rollback_joined").encode())
+            self._forget()
+            raise translate(error) from error
+        self._forget()
+
+    async def discard(self) -> None:
+        """Forget what a joined block loaded or changed without committing it."""
+        self._forget()
+
+    async def savepoint(self) -> None:
+        """A point `undo` returns the transaction to (an inbox turn marks one per event)."""
+        await self._begin()
+        await self._send(self.conn.cursor(), sql("savepoint_event").encode())
+
+    async def undo(self) -> None:
+        """Back to the last `savepoint`: its writes undone, what was loaded since forgotten."""
+        await self._send(self.conn.cursor(), sql("rollback_event").encode())
         self._forget()
 
     async def _send(self, cursor: psycopg.AsyncCursor[Any], batch: bytes) -> None:

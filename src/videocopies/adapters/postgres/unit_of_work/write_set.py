@@ -56,6 +56,13 @@ def apply_statement(conn: psycopg.AsyncConnection[Any], writes: Writes) -> bytes
     return head + _literal(conn, _coalesced(writes)) + tail
 
 
+def apply_joined_statement(conn: psycopg.AsyncConnection[Any], writes: Writes) -> bytes:
+    """A joined block's writes, inside the open transaction and behind a savepoint: the
+    transaction commits later, with the block it joined."""
+    head, tail = around("apply_writes_joined", "writes")
+    return head + _literal(conn, _coalesced(writes)) + tail
+
+
 _IN_BULK = {"insert_account": "insert_accounts", "insert_lot": "insert_lots"}  # migration 0016
 
 
