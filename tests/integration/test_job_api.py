@@ -20,8 +20,8 @@ from videocopies.adapters.postgres.pool import make_pool
 from videocopies.adapters.system import SystemClock
 from videocopies.application import use_cases as uc
 from videocopies.application.nodes import IssuedToken, IssueNodeToken, RevokeNode
-from videocopies.application.worker import copy_key
 from videocopies.domain.coins import LotKind
+from videocopies.domain.objects.keys import copy_key
 from videocopies.domain.shared import UserId
 from videocopies.embedded.postgres import LocalPostgres, free_port
 from videocopies.roles.core import Core, build, server

@@ -10,8 +10,8 @@ from typing import Any
 
 from videocopies.application import use_cases as uc
 from videocopies.application.ports import ObjectStore
-from videocopies.application.worker import copy_key
 from videocopies.domain.jobs import CopyArtifact
+from videocopies.domain.objects.keys import copy_key
 from videocopies.domain.quality import CopyQuality
 from videocopies.domain.shared import JobId, OwnerToken, WorkerId
 

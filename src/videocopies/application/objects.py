@@ -10,10 +10,10 @@ import attrs
 
 from videocopies.application.ports import Clock, ListedStore, ObjectRows
 from videocopies.domain.objects import Lifetimes, ObjectKind, strays
+from videocopies.domain.objects.keys import PREFIXES
 
 # The kind of Conflict a quote or confirmation meets when its source's deletion was decided.
 SOURCE_GONE = "source_gone"
-PREFIXES = ("sources", "copies")  # what the service stores; anything else in the store is left alone
 
 
 @attrs.define

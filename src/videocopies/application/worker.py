@@ -36,11 +36,6 @@ class CancelRequested(Exception):
     """Core asked for the job to stop; the copy in hand was finished and recorded."""
 
 
-def copy_key(order_id: str, index: int, token: str) -> str:
-    """A key per owner: a worker that lost its lease can never overwrite a stored copy."""
-    return f"copies/{order_id}/{index}-{token[:12]}.mp4"
-
-
 @attrs.define
 class CopyRejected(Exception):
     """A rendered copy failed verification: it is not stored and not checkpointed."""

@@ -34,6 +34,7 @@ from videocopies.application.ports import (
     StoredVideo,
     language_of,
 )
+from videocopies.domain.objects.keys import is_source_of, source_key
 from videocopies.domain.payments import OfferWithdrawn
 from videocopies.domain.shared import UserId
 
@@ -81,7 +82,7 @@ def _edge_reasons(items: list[Any]) -> list[str]:
 
 
 def _event(e: EventIn, node: str | None = None) -> InboxEvent:
-    if e.video and e.video.source_key and not e.video.source_key.startswith(f"sources/{e.user.id}/"):
+    if e.video and e.video.source_key and not is_source_of(e.video.source_key, e.user.id):
         raise Forbidden("a source is stored under its own user's prefix")
     video = StoredVideo(**e.video.model_dump()) if e.video else None
     # Which edge said a payment was made: a claim the provider never confirms is traced to it.
@@ -150,7 +151,7 @@ def inbox_router(services: EdgeApiServices, node_with: NodeWith) -> APIRouter:
         completed = 0
         for item in body.videos:
             key = item.video.source_key
-            if key and not key.startswith(f"sources/{item.user_id}/"):
+            if key and not is_source_of(key, item.user_id):
                 raise Forbidden("a source is stored under its own user's prefix")
             video = StoredVideo(**item.video.model_dump(exclude={"fetching"}))
             completed += await services.inbox.complete_video(item.update_id, UserId(item.user_id), video)
@@ -185,7 +186,7 @@ def inbox_router(services: EdgeApiServices, node_with: NodeWith) -> APIRouter:
         overwrite a source already stored or one of an update that never came."""
         if not await services.inbox.waiting_for_file(body.update_id, UserId(body.user_id)):
             raise NotFound("video event waiting for its file", f"{body.user_id}/{body.update_id}")
-        key = f"sources/{body.user_id}/{body.update_id}.mp4"
+        key = source_key(body.user_id, body.update_id)
         headers = {"x-amz-meta-sha256": body.sha256}
         return await signed_url(services.store, services.url_ttl, key, "PUT", headers, sha256=body.sha256)
 

@@ -9,8 +9,7 @@ from pydantic import BaseModel, Field
 
 from videocopies.adapters.http.shared import IDENTIFIER, MAX_BYTES, NO_NUL, Body, StatName
 from videocopies.application.ports import REASON_CHARS
-
-SOURCE_KEY = r"^sources/[0-9]+/[A-Za-z0-9._-]+$"
+from videocopies.domain.objects.keys import SOURCE_KEY_PATTERN
 
 
 class UserIn(BaseModel):
@@ -26,7 +25,7 @@ class VideoIn(Body):
     width: int = Field(ge=0, le=16_384)
     height: int = Field(ge=0, le=16_384)
     mime_type: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z0-9.+/-]+$")
-    source_key: str | None = Field(None, max_length=512, pattern=SOURCE_KEY)
+    source_key: str | None = Field(None, max_length=512, pattern=SOURCE_KEY_PATTERN)
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
     file_unique_id: str | None = Field(None, min_length=1, max_length=256, pattern=IDENTIFIER)
     refusal: Literal["too_big", "unavailable", "not_a_video", "too_long", "too_large_frame", "unreadable"] | None = (

@@ -37,8 +37,8 @@ from videocopies.application.claims import ClaimWaiters
 from videocopies.application.errors import NotFound
 from videocopies.application.nodes import NodeAuthenticator
 from videocopies.application.ports import Node, ObjectStore
-from videocopies.application.worker import copy_key
 from videocopies.domain.jobs import CopyArtifact
+from videocopies.domain.objects.keys import copy_key
 from videocopies.domain.shared import JobId, OwnerToken, WorkerId
 
 JOB_ID = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from videocopies.adapters.http.client import CoreClient
 from videocopies.adapters.objectstore.files import hash_file
+from videocopies.domain.objects.keys import source_key
 
 
 class SourceStore(Protocol):
@@ -45,7 +46,7 @@ class StoreSources:
         self._store = store
 
     async def put_source(self, user_id: int, update_id: int, path: Path) -> tuple[str, int, str]:
-        key = f"sources/{user_id}/{update_id}.mp4"
+        key = source_key(user_id, update_id)
         size, sha256 = await self._store.put_file(key, path)
         return key, size, sha256
 
