@@ -2,31 +2,26 @@
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import shutil
 import signal
 import time
 from pathlib import Path
-from urllib.parse import quote
+from typing import Self
 
 import psycopg
 
-from videocopies.embedded.postgres import (
+from videocopies.embedded.local import (
     SERVICE_USER,
+    LocalServer,
     LocalServerError,
-    free_port,
     hand_to_service_user,
     log_tail,
-    make_dir,
-    private_dir,
     process_alive,
     run,
     running_as_root,
 )
-
-_PORT_ATTEMPTS = 3
 
 
 def pgbouncer_binary() -> str:
@@ -44,7 +39,7 @@ def pgbouncer_binary() -> str:
     return found
 
 
-class LocalPgBouncer:
+class LocalPgBouncer(LocalServer):
     """One private PgBouncer: any database name maps to the same name upstream, trust auth on 127.0.0.1.
 
     Clients must not use protocol-level prepared statements (psycopg: prepare_threshold=None), LISTEN,
@@ -62,15 +57,13 @@ class LocalPgBouncer:
         max_client_conn: int = 2000,
         base_dir: Path | None = None,
     ) -> None:
+        super().__init__(base_dir, port, "videocopies-pgbouncer-")
         self.upstream_host = upstream_host
         self.upstream_port = upstream_port
-        self._auto_port = port is None
-        self.port = port if port is not None else free_port()
         self.pool_mode = pool_mode
         self.default_pool_size = default_pool_size
         self.max_client_conn = max_client_conn
-        self.base_dir, self._owns_dir = private_dir(base_dir, "videocopies-pgbouncer-")
-        self._started = False
+        self._binary, self._timeout = "", 10.0
 
     @property
     def ini_path(self) -> Path:
@@ -84,67 +77,39 @@ class LocalPgBouncer:
     def pid_path(self) -> Path:
         return self.base_dir / "pgbouncer.pid"
 
-    @property
-    def pid(self) -> int | None:
-        try:
-            pid = int(self.pid_path.read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return None
-        return pid if process_alive(pid) else None
-
-    def url(self, dbname: str = "postgres") -> str:
-        return f"postgresql://{SERVICE_USER}@127.0.0.1:{self.port}/{quote(dbname, safe='')}"
-
     def admin_url(self) -> str:
         """The admin console (SHOW POOLS, ...): simple query protocol only, e.g. psycopg's ClientCursor."""
         return self.url("pgbouncer")
 
-    def start(self, timeout: float = 10.0) -> LocalPgBouncer:
-        if self._started:
-            return self
-        binary = pgbouncer_binary()
-        make_dir(self.base_dir, self._owns_dir)
-        self._terminate()  # a run that crashed left its pgbouncer behind on this directory
-        atexit.register(self.stop)
-        try:
-            for attempt in range(1, _PORT_ATTEMPTS + 1):
-                log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
-                self._write_config()
-                # As root pgbouncer switches to the service user itself, and dies silently if it cannot write its files.
-                user = ["-u", SERVICE_USER] if running_as_root() else []
-                run([binary, "-d", *user, self.ini_path], "pgbouncer", self.base_dir, self.log_path, log_start)
-                try:
-                    self._wait_ready(timeout, log_start)
-                    break
-                except LocalServerError:
-                    # free_port() cannot reserve the port, so another process may have taken it meanwhile.
-                    bind_failed = "Address already in use" in log_tail(self.log_path, lines=1000, start=log_start)
-                    if not (self._auto_port and attempt < _PORT_ATTEMPTS and bind_failed):
-                        raise
-                    self._terminate()
-                    self.port = free_port()
-        except BaseException:
-            self.stop()
-            raise
-        self._started = True
-        return self
-
-    def stop(self) -> None:
-        """SIGTERM (immediate shutdown) and wait; remove the directory if we made it; safe to call again."""
-        atexit.unregister(self.stop)
-        self._started = False
-        self._terminate()
-        if self._owns_dir:
-            shutil.rmtree(self.base_dir, ignore_errors=True)
-
-    def __enter__(self) -> LocalPgBouncer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    def start(self, timeout: float = 10.0) -> Self:
+        self._timeout = timeout
+        return super().start()
 
     def __repr__(self) -> str:
         return f"LocalPgBouncer(port={self.port}, upstream={self.upstream_host}:{self.upstream_port}, pid={self.pid})"
+
+    def _find_programs(self) -> None:
+        self._binary = pgbouncer_binary()
+
+    def _prepare(self) -> None:
+        self._terminate()  # a run that crashed left its pgbouncer behind on this directory
+
+    def _launch(self, log_start: int) -> None:
+        self._write_config()
+        # As root pgbouncer switches to the service user itself, and dies silently if it cannot write its files.
+        user = ["-u", SERVICE_USER] if running_as_root() else []
+        run([self._binary, "-d", *user, self.ini_path], "pgbouncer", self.base_dir, self.log_path, log_start)
+        self._wait_ready(self._timeout, log_start)
+
+    def _bind_failed(self, log_start: int) -> bool:
+        return "Address already in use" in log_tail(self.log_path, lines=1000, start=log_start)
+
+    def _launch_failed(self) -> None:
+        self._terminate()
+
+    def _halt(self) -> None:
+        """SIGTERM (immediate shutdown) and wait."""
+        self._terminate()
 
     def _write_config(self) -> None:
         auth_file = self.base_dir / "userlist.txt"
@@ -184,7 +149,7 @@ class LocalPgBouncer:
             except psycopg.OperationalError as error:
                 last_error = error
             waited = time.monotonic() - began
-            pid = self._pidfile_pid()
+            pid = self._pid_written()
             # No pid file after a while means it exited before writing one (e.g. it could not open its files).
             exited = (pid is None and waited > 2) or (pid is not None and not process_alive(pid))
             if exited or waited > timeout or "FATAL" in log_tail(self.log_path, lines=1000, start=log_start):
@@ -194,12 +159,6 @@ class LocalPgBouncer:
                     f"--- tail of {self.log_path} ---\n{log_tail(self.log_path, start=log_start)}"
                 )
             time.sleep(0.02)
-
-    def _pidfile_pid(self) -> int | None:
-        try:
-            return int(self.pid_path.read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return None
 
     def _terminate(self, timeout: float = 5.0) -> None:
         pid = self.pid

@@ -2,96 +2,34 @@
 
 from __future__ import annotations
 
-import atexit
 import os
-import pwd
-import secrets
 import shutil
-import socket
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from urllib.parse import quote
 
 import psycopg
 from psycopg import sql
 
-SERVICE_USER = "postgres"
-_PORT_ATTEMPTS = 3
+from videocopies.embedded.local import (
+    SERVICE_USER,
+    LocalServer,
+    LocalServerError,
+    free_port,
+    hand_to_service_user,
+    log_tail,
+    make_dir,
+    private_dir,
+    process_alive,
+    run,
+    running_as_root,
+)
 
-
-class LocalServerError(RuntimeError):
-    """A local server could not be found, started or stopped; the message says what and shows its log."""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def running_as_root() -> bool:
-    return os.geteuid() == 0
-
-
-def process_alive(pid: int) -> bool:
-    if not Path("/proc/self/stat").exists():
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            pass
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in {"Z", "X"}  # a zombie has exited; only its parent has not reaped it yet
-
-
-def log_tail(path: Path, lines: int = 30, start: int = 0) -> str:
-    try:
-        with path.open("rb") as log:
-            log.seek(start)
-            text = log.read().decode(errors="replace")
-    except FileNotFoundError:
-        return f"(no log at {path})"
-    return "\n".join(text.splitlines()[-lines:]) or f"(log {path} is empty)"
-
-
-def private_dir(base_dir: Path | None, prefix: str) -> tuple[Path, bool]:
-    """The server's directory (made by make_dir on start) and whether it is ours to remove on stop."""
-    if base_dir is not None:
-        return Path(base_dir).absolute(), False
-    # Under the temp dir, not pytest's tmp_path: the service user must be able to reach it.
-    return Path(tempfile.gettempdir()) / f"{prefix}{secrets.token_hex(6)}", True
-
-
-def make_dir(path: Path, owned: bool) -> None:
-    # A directory of our own must be new (like mkdtemp), so nobody else can have planted files in it.
-    path.mkdir(mode=0o700, parents=not owned, exist_ok=not owned)
-
-
-def hand_to_service_user(*paths: Path) -> None:
-    """As root the servers run as the service user, so everything they write must be theirs."""
-    if not running_as_root():
-        return
-    try:
-        user = pwd.getpwnam(SERVICE_USER)
-    except KeyError:
-        raise LocalServerError(f"running as root needs the system user {SERVICE_USER!r} to run the servers") from None
-    for path in paths:
-        os.chown(path, user.pw_uid, user.pw_gid)
-
-
-def run(argv: Sequence[str | Path], what: str, cwd: Path, log: Path | None = None, log_start: int = 0) -> None:
-    result = subprocess.run([str(arg) for arg in argv], cwd=cwd, capture_output=True, text=True)
-    if result.returncode != 0:
-        details = (result.stdout + result.stderr).strip() or "(no output)"
-        tail = f"\n--- tail of {log} ---\n{log_tail(log, start=log_start)}" if log else ""
-        raise LocalServerError(f"{what} failed (exit {result.returncode}): {details}{tail}")
+# The helpers every local server shares are in `local`; importers have long found them here.
+__all__ = [
+    "SERVICE_USER", "LocalPostgres", "LocalServerError", "as_service_user", "free_port", "hand_to_service_user",
+    "log_tail", "make_dir", "pg_bindir", "private_dir", "process_alive", "run", "running_as_root", "statements_run",
+]
 
 
 def pg_bindir() -> Path:
@@ -123,7 +61,7 @@ def as_service_user(argv: Sequence[str | Path]) -> list[str | Path]:
     return [runuser, "-u", SERVICE_USER, "--", *argv]
 
 
-class LocalPostgres:
+class LocalPostgres(LocalServer):
     """One private PostgreSQL server: its own directory, port and Unix socket dir, trust auth on 127.0.0.1."""
 
     def __init__(
@@ -135,13 +73,11 @@ class LocalPostgres:
         max_connections: int = 300,
         extra_settings: Mapping[str, str] | None = None,
     ) -> None:
-        self.base_dir, self._owns_dir = private_dir(base_dir, "videocopies-pg-")
-        self._auto_port = port is None
-        self.port = port if port is not None else free_port()
+        super().__init__(base_dir, port, "videocopies-pg-")
         self.durable = durable
         self.max_connections = max_connections
         self.extra_settings = dict(extra_settings or {})
-        self._started = False
+        self._bindir: Path | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -156,16 +92,9 @@ class LocalPostgres:
         return self.base_dir / "postgres.log"
 
     @property
-    def pid(self) -> int | None:
-        """The postmaster's pid while a server runs on this data dir."""
-        try:
-            pid = int((self.data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
-        except (FileNotFoundError, ValueError):
-            return None
-        return pid if process_alive(pid) else None
-
-    def url(self, dbname: str = "postgres") -> str:
-        return f"postgresql://{SERVICE_USER}@127.0.0.1:{self.port}/{quote(dbname, safe='')}"
+    def pid_path(self) -> Path:
+        """The postmaster's, while a server runs on this data dir."""
+        return self.data_dir / "postmaster.pid"
 
     def settings(self) -> dict[str, str]:
         off = "on" if self.durable else "off"
@@ -181,57 +110,6 @@ class LocalPostgres:
             "log_min_messages": "warning",
             **self.extra_settings,
         }
-
-    def start(self) -> LocalPostgres:
-        if self._started:
-            return self
-        bindir = pg_bindir()
-        make_dir(self.base_dir, self._owns_dir)
-        atexit.register(self.stop)
-        try:
-            self.socket_dir.mkdir(exist_ok=True)
-            hand_to_service_user(self.base_dir, self.socket_dir)
-            if not (self.data_dir / "PG_VERSION").exists():
-                self._initdb(bindir)
-            elif self.pid is not None:
-                # A run that crashed left its server behind on this directory; it holds the data dir's lock.
-                self._pg_ctl(bindir, "stop", "-m", "fast")
-            for attempt in range(1, _PORT_ATTEMPTS + 1):
-                log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
-                self._write_settings()
-                try:
-                    self._pg_ctl(bindir, "start", "-l", self.log_path, log_start=log_start)
-                    break
-                except LocalServerError:
-                    # free_port() cannot reserve the port, so another process may have taken it meanwhile.
-                    if not (self._auto_port and attempt < _PORT_ATTEMPTS and self._bind_failed(log_start)):
-                        raise
-                    self.port = free_port()
-        except BaseException:
-            self.stop()
-            raise
-        self._started = True
-        return self
-
-    def stop(self) -> None:
-        """Stop the server (fast mode) and remove the directory if we made it; safe to call again."""
-        atexit.unregister(self.stop)
-        self._started = False
-        if self.pid is not None:
-            bindir = pg_bindir()
-            try:
-                self._pg_ctl(bindir, "stop", "-m", "fast")
-            except LocalServerError:
-                if self.pid is not None:
-                    self._pg_ctl(bindir, "stop", "-m", "immediate")
-        if self._owns_dir:
-            shutil.rmtree(self.base_dir, ignore_errors=True)
-
-    def __enter__(self) -> LocalPostgres:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"LocalPostgres(port={self.port}, base_dir={str(self.base_dir)!r}, running={self.pid is not None})"
@@ -278,8 +156,37 @@ class LocalPostgres:
         argv = [bindir / "pg_ctl", action, "-D", self.data_dir, "-w", "-t", "60", "-s", *args]
         run(as_service_user(argv), f"pg_ctl {action} on port {self.port}", self.base_dir, self.log_path, log_start)
 
+    def _find_programs(self) -> None:
+        self._bindir = pg_bindir()
+
+    def _prepare(self) -> None:
+        assert self._bindir is not None
+        self.socket_dir.mkdir(exist_ok=True)
+        hand_to_service_user(self.base_dir, self.socket_dir)
+        if not (self.data_dir / "PG_VERSION").exists():
+            self._initdb(self._bindir)
+        elif self.pid is not None:
+            # A run that crashed left its server behind on this directory; it holds the data dir's lock.
+            self._pg_ctl(self._bindir, "stop", "-m", "fast")
+
+    def _launch(self, log_start: int) -> None:
+        assert self._bindir is not None
+        self._write_settings()
+        self._pg_ctl(self._bindir, "start", "-l", self.log_path, log_start=log_start)
+
     def _bind_failed(self, log_start: int) -> bool:
         return "could not bind" in log_tail(self.log_path, lines=1000, start=log_start)
+
+    def _halt(self) -> None:
+        """Fast mode, immediate if that fails."""
+        if self.pid is None:
+            return
+        bindir = pg_bindir()
+        try:
+            self._pg_ctl(bindir, "stop", "-m", "fast")
+        except LocalServerError:
+            if self.pid is not None:
+                self._pg_ctl(bindir, "stop", "-m", "immediate")
 
 
 def statements_run(url: str) -> int:
