@@ -8,6 +8,6 @@ database in it, `videocopies copies make` runs the whole path on one, and `video
 backup verify` restores an archive into a scratch one, never the working database. The
 standby, PgBouncer and SeaweedFS are started by tests and benchmarks only; they live here
 because they are the same kind of thing, built on the same helpers (`local`: a private
-directory, a free port, the service user, one lifecycle). The package imports nothing of videocopies, so any layer may
-start one.
+directory, a free port, the service user, one lifecycle). The package imports nothing of
+videocopies, so any layer may start one.
 """
