@@ -1,11 +1,14 @@
 """Payment claims, the provider's charges read so far, and reversals, in PostgreSQL. Their
-writes travel with the unit of work's commit (videocopies_apply, migration 0018)."""
+writes travel with the unit of work's commit (videocopies_apply, migration 0018); a claim's and
+a reversal's parameters are their fields, by name."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
+
+import attrs
 
 from videocopies.adapters.postgres.mappers import as_time
 from videocopies.domain.coins import Referral, ReferralOutcome
@@ -44,11 +47,7 @@ class PostgresClaims:
         self._uow = uow
 
     async def add(self, claim: PaymentClaim) -> None:
-        self._uow.pending.append(("insert_claim", {
-            "external_id": claim.external_id, "user_id": claim.user_id, "paid_amount": claim.paid_amount,
-            "currency": claim.currency, "invoice_payload": claim.invoice_payload, "node": claim.node,
-            "claimed_at": claim.claimed_at,
-        }))
+        self._uow.pending.append(("insert_claim", attrs.asdict(claim, recurse=False)))
 
     async def confirmable(self) -> Sequence[tuple[PaymentClaim, ProviderTransaction]]:
         rows = await self._uow.fetchall("confirmable_claims", {})
@@ -84,10 +83,7 @@ class PostgresReversals:
         self._uow = uow
 
     async def add(self, reversal: Reversal) -> None:
-        self._uow.late.append(("insert_reversal", {
-            "external_id": reversal.external_id, "user_id": reversal.user_id, "taken": reversal.taken,
-            "owed": reversal.owed, "reason": reversal.reason, "reversed_at": reversal.reversed_at,
-        }))
+        self._uow.late.append(("insert_reversal", attrs.asdict(reversal, recurse=False)))
 
     async def list(self) -> Sequence[Reversal]:
         return [
