@@ -143,16 +143,14 @@ def order_params(order: Order) -> dict[str, Any]:
     }
 
 
+# What update_order writes: the quote never changes once stored.
+ORDER_CHANGES = ("order_id", "state", "copy_states", "failure_reason", "version")
+
+
 def order_change_params(order: Order, loaded: int) -> dict[str, Any]:
-    """What update_order writes (the quote never changes once stored), checked against `loaded`."""
-    return {
-        "order_id": order.order_id,
-        "state": order.state.value,
-        "copy_states": Jsonb([[c.state.value, c.object_key] for c in order.copies]),
-        "failure_reason": order.failure_reason,
-        "version": order.version,
-        "loaded": loaded,
-    }
+    """The order's changing columns, checked against the version `loaded`."""
+    params = order_params(order)
+    return {**{name: params[name] for name in ORDER_CHANGES}, "loaded": loaded}
 
 
 def job_from_row(row: dict[str, Any]) -> Job:
@@ -212,24 +210,17 @@ def job_params(job: Job) -> dict[str, Any]:
     }
 
 
+# What update_job writes: plans, order, attempts allowed and size never change once stored.
+JOB_CHANGES = (
+    "job_id", "state", "attempts", "cancel_requested", "worker_id", "owner_token", "acquired_at", "lease_until",
+    "last_error", "version", "closed_by",
+)
+
+
 def job_change_params(job: Job, loaded: int) -> dict[str, Any]:
-    """What update_job writes (plans, order, attempts allowed and size never change once
-    stored), checked against `loaded`."""
-    lease = job.lease
-    return {
-        "job_id": job.job_id,
-        "state": job.state.value,
-        "attempts": job.attempts,
-        "cancel_requested": job.cancel_requested,
-        "worker_id": lease.worker_id if lease else None,
-        "owner_token": lease.token if lease else None,
-        "acquired_at": lease.acquired_at if lease else None,
-        "lease_until": lease.lease_until if lease else None,
-        "last_error": job.last_error,
-        "version": job.version,
-        "closed_by": job.closed_by,
-        "loaded": loaded,
-    }
+    """The job's changing columns, checked against the version `loaded`."""
+    params = job_params(job)
+    return {**{name: params[name] for name in JOB_CHANGES}, "loaded": loaded}
 
 
 def checkpoint_params(job_id: JobId, index: int, artifact: CopyArtifact, now: datetime) -> dict[str, Any]:
