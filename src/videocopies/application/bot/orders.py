@@ -1,0 +1,135 @@
+"""The conversation about an order: a video checked against the limits, a quote for the
+copies chosen, its confirmation and its cancellation; each step a use case, each refusal a
+screen."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from videocopies.application import use_cases as uc
+from videocopies.application.bot.buttons import confirm_data
+from videocopies.application.bot.replies import Replies
+from videocopies.application.bot.settings import BotSettings
+from videocopies.application.errors import Conflict, NotFound, ServiceBusy
+from videocopies.application.objects import SOURCE_GONE
+from videocopies.application.ports import BotUser, BotUsers, Clock, OutboxMessage, StoredVideo
+from videocopies.domain.coins import InsufficientCoins
+from videocopies.domain.orders import OrderNotInState, OrderState
+from videocopies.domain.pricing import PricingPolicy, Quote, QuoteAlreadyUsed, QuoteExpired, QuoteKeys, TariffRetired
+from videocopies.domain.shared import OrderId
+
+_REFUSAL_SCREENS = {
+    "too_big": "video_too_big", "unavailable": "video_unavailable", "not_a_video": "video_format",
+    "unreadable": "video_format", "too_long": "video_too_long", "too_large_frame": "video_too_sharp",
+}
+_HOUR = timedelta(hours=1)
+
+
+class OrderTalk:
+    """Part of Conversation (which holds these)."""
+
+    users: BotUsers
+    clock: Clock
+    policy: PricingPolicy
+    keys: QuoteKeys
+    quote_order: uc.QuoteOrder
+    confirm_order: uc.ConfirmOrder
+    cancel_order: uc.CancelOrder
+    settings: BotSettings
+
+    async def _video(self, user: BotUser, video: StoredVideo, replies: Replies) -> None:
+        """Edge's refusal, when it gave one, picks the screen; core then checks the limits
+        itself. A video without a measured length (a document edge could not probe) is not
+        quoted: nothing about it says it fits."""
+        limits = self.settings
+        if refused := _REFUSAL_SCREENS.get(video.refusal or ""):
+            self._refused(refused, video, replies)
+        elif video.mime_type is not None and not video.mime_type.startswith("video/"):
+            replies.screen("video_format")
+        elif video.size > limits.max_video_bytes or video.source_key is None:
+            self._refused("video_too_big", video, replies)
+        elif video.duration_s > limits.max_video_seconds:
+            self._refused("video_too_long", video, replies)
+        elif video.pixel_rate > limits.max_pixel_rate:
+            self._refused("video_too_sharp", video, replies)
+        elif video.duration_s <= 0 and not video.probed:
+            replies.screen("video_unchecked", max_s=int(limits.max_video_seconds))
+        else:
+            await self.users.set_source(user.user_id, video)
+            tariff = self.policy.current
+            replies.screen("choose_copies", prices=[[n, tariff.price_per_copy(n)] for n in tariff.offered])
+
+    def _refused(self, screen: str, video: StoredVideo, replies: Replies) -> None:
+        limits = self.settings
+        if screen == "video_too_big":
+            replies.screen(screen, size_mb=round(video.size / (1024 * 1024), 1),
+                           max_mb=limits.max_video_bytes // (1024 * 1024))
+        elif screen == "video_too_long":
+            replies.screen(screen, seconds=int(video.duration_s), max_s=int(limits.max_video_seconds))
+        elif screen == "video_too_sharp":
+            replies.screen(screen, max_mpx=round(limits.max_pixel_rate / 1e6),
+                           fps_1080=int(limits.max_pixel_rate // (1920 * 1080)))
+        else:
+            replies.screen(screen)
+
+    async def _quote(self, user: BotUser, copies: int, replies: Replies) -> None:
+        source = await self.users.source(user.user_id)
+        if source is None:
+            replies.screen("send_video_first")
+            return
+        if source.source_key is None:  # the store no longer keeps it
+            replies.screen("send_video_again")
+            return
+        if copies not in self.policy.current.offered:
+            replies.screen("button_invalid")
+            return
+        def announce(quote: Quote) -> OutboxMessage:
+            return replies.message(
+                "quote", copies=quote.copies, per_copy=quote.price_per_copy, total=quote.total,
+                expires_at=quote.expires_at.isoformat(),
+                confirm_data=confirm_data(self.keys, quote.quote_id, quote.copies, quote.total),
+            )
+
+        try:
+            await self.quote_order(
+                uc.QuoteOrderCommand(user.user_id, source.source_key, copies, source.size, announce=announce)
+            )
+        except Conflict as refused:
+            if refused.kind != SOURCE_GONE:
+                raise
+            replies.screen("send_video_again")  # its deletion was decided just now
+
+    async def _confirm(self, user: BotUser, quote_id: OrderId, copies: int, total: int, replies: Replies) -> None:
+        # The button's MAC proved core issued it for this quote, so the stored quote is
+        # presented; ConfirmOrder still checks it is this user's, unexpired and unused.
+        limit = self.settings.orders_per_hour
+        if limit is not None and await self.users.orders_since(user.user_id, self.clock.now() - _HOUR) >= limit:
+            replies.screen("too_many_orders", limit=limit)  # nothing reserved
+            return
+        confirmed = replies.message("confirmed", order_id=quote_id, copies=copies, total=total)
+        try:
+            await self.confirm_order(uc.ConfirmOrderCommand(user.user_id, quote_id, None, confirmed))
+        except NotFound:
+            replies.screen("not_found")
+        except (QuoteExpired, TariffRetired):
+            replies.screen("quote_expired")
+        except (QuoteAlreadyUsed, OrderNotInState):
+            replies.screen("already_confirmed")
+        except InsufficientCoins as short:
+            replies.screen("not_enough_coins", needed=short.needed, available=short.available)
+        except ServiceBusy:
+            replies.screen("busy")
+        except Conflict as refused:
+            if refused.kind != SOURCE_GONE:
+                raise
+            replies.screen("send_video_again")  # nothing reserved
+
+    async def _cancel(self, user: BotUser, order_id: OrderId, replies: Replies) -> None:
+        try:
+            state = await self.cancel_order(uc.CancelOrderCommand(user.user_id, order_id))
+        except NotFound:
+            replies.screen("not_found")
+            return
+        if state is OrderState.CANCELLING:
+            replies.screen("cancel_requested")
+        # A cancelled order announces itself (order_closed, written with the refund).
