@@ -62,7 +62,11 @@ def test_a_node_refuses_plain_http_to_a_core_elsewhere_at_start() -> None:
     said = worker.stderr.decode()
     assert "plain HTTP" in said and "VIDEOCOPIES_ALLOW_PLAIN_HTTP" in said, said[-2000:]
 
-    from videocopies.adapters.http.client import core_client_from_env  # how edge and worker build their client
+    from videocopies.roles.nodes_link import core_client  # how edge and worker build their client
+    from videocopies.settings.links import CoreLink
+
+    def core_client_from_env(env: dict[str, str]) -> CoreClient:
+        return core_client(CoreLink.from_env(env))
 
     with pytest.raises(SystemExit, match="plain HTTP"):  # edge builds its client the same way
         core_client_from_env({"VIDEOCOPIES_CORE_URL": ELSEWHERE, "VIDEOCOPIES_NODE_TOKEN": "0123abcd.secret"})

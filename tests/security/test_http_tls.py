@@ -104,10 +104,12 @@ def test_a_node_reaches_core_over_tls_with_its_ca(
         with pytest.raises(httpx.RemoteProtocolError):  # plain HTTP on its TLS port: nothing served
             httpx.get(core_url.replace("https:", "http:") + "/_info", timeout=5)
         node_env = {"VIDEOCOPIES_CORE_URL": core_url, "VIDEOCOPIES_NODE_TOKEN": token}
-        from videocopies.adapters.http.client import core_client_from_env  # how every node builds its client
+        from videocopies.roles.nodes_link import core_client  # how every node builds its client
+        from videocopies.settings.links import CoreLink
 
         async def as_a_worker(ca: str | None) -> list[object]:
-            node = core_client_from_env(node_env | ({"VIDEOCOPIES_CORE_CA": ca} if ca else {}), retry_for_s=0.5)
+            link = CoreLink.from_env(node_env | ({"VIDEOCOPIES_CORE_CA": ca} if ca else {}))
+            node = core_client(link, retry_for_s=0.5)
             try:
                 me = await identify(node, "worker")
                 claimed = await HttpJobLeases(node, wait_s=0).claim(WorkerId(me["name"]), 1)

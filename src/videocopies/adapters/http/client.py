@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from videocopies.adapters.http.answers import CoreRefused, claimed_from_wire, relocated_to, result_of
-from videocopies.adapters.http.core_urls import PlainHttpRefused, check_core_url, plain_http_elsewhere
+from videocopies.adapters.http.core_urls import check_core_url, plain_http_elsewhere
 from videocopies.adapters.http.wire import Answer, JsonWire
 from videocopies.adapters.objectstore.files import hash_file, open_temp_beside
 from videocopies.application import use_cases as uc
@@ -272,27 +272,3 @@ async def identify(core: CoreClient, role: str) -> dict[str, Any]:
     if me["role"] != role:
         raise WrongNode(f"this token belongs to a {me['role']} node")
     return me
-
-
-def core_client_from_env(env: dict[str, str], **options: Any) -> CoreClient:
-    """The node's client of core from VIDEOCOPIES_CORE_URL, its token, VIDEOCOPIES_CORE_CA and
-    VIDEOCOPIES_ALLOW_PLAIN_HTTP; exits with the reason when core is refused."""
-    url = env.get("VIDEOCOPIES_CORE_URL") or "http://127.0.0.1:8700"
-    try:
-        return CoreClient(
-            url, node_token_from_env(env), allow_plain_http=env.get("VIDEOCOPIES_ALLOW_PLAIN_HTTP") == "1",
-            ca_file=env.get("VIDEOCOPIES_CORE_CA") or None, **options,
-        )
-    except PlainHttpRefused as refused:
-        raise SystemExit(f"videocopies: {refused}") from refused
-
-
-def node_token_from_env(env: dict[str, str]) -> str:
-    token = env.get("VIDEOCOPIES_NODE_TOKEN") or ""
-    if not token and (path := env.get("VIDEOCOPIES_NODE_TOKEN_FILE")):
-        token = Path(path).read_text().strip()
-    if not token:
-        raise SystemExit(
-            "set VIDEOCOPIES_NODE_TOKEN (or VIDEOCOPIES_NODE_TOKEN_FILE): `videocopies nodes add` issues one"
-        )
-    return token
