@@ -20,7 +20,7 @@ USER = UserId(1001)
 
 
 class Demo:
-    def __init__(self, out=sys.stdout) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, out=sys.stdout) -> None:
         self.service = InMemoryService(settings=Settings(quote_secret=secrets.token_bytes(32)))
         self.cases = self.service.use_cases
         self.store = self.service.gateways.store()

@@ -122,7 +122,7 @@ def _wait_until_serving(
             try:
                 answer = client.get(f"{url}/_info")
                 if answer.status_code == 200:
-                    return answer.json()  # type: ignore[no-any-return]
+                    return answer.json()
             except httpx.TransportError:
                 pass
             time.sleep(0.2)

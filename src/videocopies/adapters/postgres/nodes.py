@@ -17,7 +17,7 @@ from videocopies.application.ports import Node, NodeExists
 CHANNEL = "videocopies_nodes"
 
 
-def _node(row: dict) -> Node:  # type: ignore[type-arg]
+def _node(row: dict) -> Node:
     return Node(
         row["node_id"], row["name"], row["role"], frozenset(row["scopes"]), row["secret_sha256"],
         row["created_at"], row["revoked_at"],

@@ -79,7 +79,7 @@ class PollingDuty:
             body: dict[str, Any] = {"token": self._token}
             if self._stats is not None:
                 body["stats"] = self._stats()
-            return await asyncio.wait_for(self._core.call("POST", PATH, body), budget)  # type: ignore[no-any-return]
+            return await asyncio.wait_for(self._core.call("POST", PATH, body), budget)
         except Exception as error:  # noqa: BLE001 - unreachable or slow: decided by the deadline
             log.warning("duty request failed: %r", error)
             return None

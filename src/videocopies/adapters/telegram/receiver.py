@@ -128,7 +128,7 @@ class Receiver:
 
     async def _store_events(self, events: list[dict[str, Any]]) -> dict[str, Any]:
         try:
-            return await self._core.call("POST", "/v1/inbox", {"events": events})  # type: ignore[no-any-return]
+            return await self._core.call("POST", "/v1/inbox", {"events": events})
         except CoreRefused as refused:
             if refused.status not in (400, 403, 413, 422):
                 raise
