@@ -70,19 +70,19 @@ class PostgresGateways(containers.DeclarativeContainer):
         make_pool, url=config.database_url, max_size=config.pool_size.as_(int), direct=config.direct.as_(bool),
         wait_s=config.wait_s.as_(lambda v: float(v or 30.0)),
     )
-    uow = providers.Factory(PostgresUnitOfWork, pool=pool)
+    clock = providers.Singleton(SystemClock)
+    uow = providers.Factory(PostgresUnitOfWork, pool=pool, clock=clock)
     # Lease holders' writes (renew, checkpoint, complete) get connections of their own, so a
     # burst of claims can never make a renewal wait for a connection.
     lease_pool = providers.Singleton(_lease_pool, config=config, main=pool)
-    lease_uow = providers.Factory(PostgresUnitOfWork, pool=lease_pool)
-    clock = providers.Singleton(SystemClock)
+    lease_uow = providers.Factory(PostgresUnitOfWork, pool=lease_pool, clock=clock)
     ids = providers.Singleton(RandomIds)
     # LISTEN needs a direct connection even when the pool goes through PgBouncer.
     notifier = providers.Singleton(_notifier, config=config)
     # Core sets the Telegram provider when it has a bot token; without one, refunds and
     # reconciliation say plainly that no provider is configured.
     payment_provider = providers.Singleton(UnconfiguredPaymentProvider)
-    inbox = providers.Singleton(PostgresInbox, pool=pool)
+    inbox = providers.Singleton(PostgresInbox, pool=pool, uow=uow.provider)
     bot_users = providers.Singleton(PostgresBotUsers, pool=pool)
 
 

@@ -9,7 +9,7 @@ that queues its replies. The statements, and why each is shaped so, are in sql/b
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,8 +28,12 @@ from videocopies.domain.shared import OrderId, UserId
 
 
 class PostgresInbox:
-    def __init__(self, pool: AsyncConnectionPool, fetch_timeout: timedelta = timedelta(minutes=10)) -> None:
+    def __init__(
+        self, pool: AsyncConnectionPool, fetch_timeout: timedelta = timedelta(minutes=10),
+        uow: Callable[[], PostgresUnitOfWork] | None = None,
+    ) -> None:
         self._pool = pool
+        self._uow = uow or (lambda: PostgresUnitOfWork(pool))  # a turn's transaction
         self._fetch_timeout = fetch_timeout  # as long as the processor waits for a file (InboxProcessor)
 
     async def add(self, events: Sequence[InboxEvent], now: datetime) -> int:
@@ -61,7 +65,7 @@ class PostgresInbox:
 
     @asynccontextmanager
     async def turn(self) -> AsyncIterator[PostgresInboxTurn]:
-        async with PostgresUnitOfWork(self._pool) as uow:
+        async with self._uow() as uow:
             yield PostgresInboxTurn(uow, self._fetch_timeout)
 
     async def complete_video(self, update_id: int, user_id: UserId, video: StoredVideo) -> bool:

@@ -4,7 +4,6 @@ set sent with the COMMIT."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
@@ -29,6 +28,8 @@ from videocopies.adapters.postgres.unit_of_work.records import (
     PostgresRefunds,
     PostgresRefusals,
 )
+from videocopies.adapters.system import SystemClock
+from videocopies.application.ports import Clock
 from videocopies.domain.receipts import Receipt
 from videocopies.domain.shared import JobId, OrderId, UserId
 
@@ -48,8 +49,9 @@ class PostgresUnitOfWork:
     outer block commits them all; leaving the inner block without commit forgets what it
     loaded and changed. `at_commit` statements (an inbox turn's) go with the outer COMMIT."""
 
-    def __init__(self, pool: AsyncConnectionPool) -> None:
+    def __init__(self, pool: AsyncConnectionPool, clock: Clock | None = None) -> None:
         self._pool = pool
+        self._clock = clock or SystemClock()  # asked at commit, for what the writes stamp
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._depth = 0  # blocks joined to the open one
         self._joined_done: list[bool] = []  # per joined block: did it commit?
@@ -236,7 +238,7 @@ class PostgresUnitOfWork:
         self._forget()
 
     def _writes(self) -> write_set.Writes:
-        now = datetime.now(UTC)
+        now = self._clock.now()
         # Aggregates first, then the records that reference them, then the plain inserts.
         return [
             *self.accounts.writes(now), *self.orders.writes(), *self.jobs.writes(now), *self.late, *self.pending,
