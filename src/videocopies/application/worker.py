@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from videocopies.application.errors import UnusableMedia
+from videocopies.application.make_copy import CopyTooLarge, MakeCopy
 from videocopies.application.ports import (
     ClaimedJob,
     CopyInspector,
@@ -21,12 +22,10 @@ from videocopies.application.ports import (
     JobFiles,
     JobLeases,
     Prober,
-    ProbeResult,
     Transcoder,
 )
-from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.jobs import CopyArtifact, LeaseLost
-from videocopies.domain.quality import MAX_RERENDERS, CopyQuality, QualityThresholds, pair_distance, variant
+from videocopies.domain.quality import QualityThresholds
 from videocopies.domain.shared import WorkerId
 
 log = logging.getLogger(__name__)
@@ -36,28 +35,8 @@ class CancelRequested(Exception):
     """Core asked for the job to stop; the copy in hand was finished and recorded."""
 
 
-@attrs.define
-class CopyRejected(Exception):
-    """A rendered copy failed verification: it is not stored and not checkpointed."""
-
-    index: int
-    reason: str
-
-    def __str__(self) -> str:
-        return f"copy {self.index + 1} rejected: {self.reason}"
 
 
-@attrs.define
-class CopyTooLarge(Exception):
-    """A rendered copy over what the Bot API server accepts in one upload: it is not stored
-    and not sent, and it is settled like a copy that could not be made (never charged)."""
-
-    index: int
-    size: int
-    limit: int
-
-    def __str__(self) -> str:
-        return f"copy {self.index + 1} is {self.size} bytes, over the {self.limit}-byte send limit"
 
 
 @attrs.define
@@ -101,19 +80,6 @@ def largest_source(free_bytes: int, settings: WorkerSettings) -> int:
     return int(free_bytes / (settings.margin * (1 + 2 * settings.copy_to_source)))
 
 
-def check_copy(source: ProbeResult, copy: ProbeResult, plan: EffectsPlan, index: int, tolerance_s: float) -> None:
-    """A copy must keep the picture size and the sound, decode fully, and last as long as
-    the source at the plan's speed."""
-    # 4:2:0 video needs even sides, so an odd source side comes back one pixel smaller.
-    if abs(copy.width - source.width) > 1 or abs(copy.height - source.height) > 1:
-        raise CopyRejected(index, f"size {copy.width}x{copy.height}, source {source.width}x{source.height}")
-    if copy.has_audio != source.has_audio:
-        raise CopyRejected(index, "audio track " + ("missing" if source.has_audio else "unexpected"))
-    if copy.frames <= 0:
-        raise CopyRejected(index, "no decodable frames")
-    expected = source.duration_s / plan.speed
-    if abs(copy.duration_s - expected) > tolerance_s + 0.02 * expected:
-        raise CopyRejected(index, f"duration {copy.duration_s:.2f}s, expected {expected:.2f}s")
 
 
 class Worker:
@@ -134,10 +100,12 @@ class Worker:
     ) -> None:
         """`prober` verifies copies; `source_prober` (by default the same) refuses a source
         over the service's limits, which a copy need not meet (a slowed copy lasts longer)."""
-        self._leases, self._files, self._transcoder = leases, files, transcoder
-        self._prober, self._disk, self._settings = prober, disk, settings
+        self._leases, self._files, self._disk, self._settings = leases, files, disk, settings
         self._source_prober = source_prober or prober
-        self._inspector, self._thresholds = inspector, thresholds or QualityThresholds()
+        self._make = MakeCopy(
+            transcoder, prober, inspector, thresholds or QualityThresholds(), settings.duration_tolerance_s,
+            settings.max_copy_bytes,
+        )
         self._stopping = asyncio.Event()
         self.busy = False  # holding a job: a stop must wait for it to be given back
 
@@ -261,14 +229,14 @@ class Worker:
         for index, plan in job.remaining:
             target = workdir / f"copy-{index}.mp4"
             try:
-                made, quality = await self._make(job, source, target, original, plan, fingerprints, index)
+                made, quality = await self._make(job.job_id, source, target, original, plan, fingerprints, index)
             except CopyTooLarge as large:
                 log.warning("job %s: %s; given up", job.job_id, large)
                 await self._leases.give_up_copy(job.job_id, job.token, index, "too_large", None)
                 continue
             if made is None:
                 assert quality is not None
-                reason = ",".join(s.value for s in self._thresholds.shortfalls(quality))
+                reason = ",".join(s.value for s in self._make.thresholds.shortfalls(quality))
                 log.info("copy %d of job %s given up after %d renders: %s", index, job.job_id, quality.attempt + 1,
                          reason)
                 await self._leases.give_up_copy(job.job_id, job.token, index, reason, quality)
@@ -282,59 +250,7 @@ class Worker:
                 # further copy is begun, rather than rendering on until the next renewal.
                 raise CancelRequested(job.job_id)
 
-    async def _make(
-        self,
-        job: ClaimedJob,
-        source: Path,
-        target: Path,
-        original: ProbeResult,
-        plan: EffectsPlan,
-        fingerprints: dict[int, tuple[int, ...]],
-        index: int,
-    ) -> tuple[ProbeResult | None, CopyQuality | None]:
-        """Render and verify the copy; with a quality gate, render it again with the next variant
-        of its plan while it misses a threshold, at most MAX_RERENDERS times. The variants depend
-        only on the plan, so a worker that takes the job over renders the same ones. Returns the probe
-        of the kept copy (None when every render missed) and the figures it was judged by."""
-        quality = None
-        # The first render keeps the source's frames for the gate; later ones reuse them.
-        kept = source.with_name("source-frames.nut")
-        for attempt in range(MAX_RERENDERS + 1):
-            used = variant(plan, attempt)
-            if self._inspector is not None and not kept.exists():
-                await self._transcoder.render(used, source, target, source_frames=kept)
-            else:
-                await self._transcoder.render(used, source, target)
-            self._check_fits(target, index)
-            if self._inspector is None:
-                made = await self._prober.probe(target, full_decode=True)
-                check_copy(original, made, used, index, self._settings.duration_tolerance_s)
-                return made, None
-            # The verification's full decode keeps the copy's frames the gate compares.
-            seen = target.with_suffix(".frames.nut")
-            made = await self._prober.probe(target, full_decode=True, keep_frames=seen)
-            check_copy(original, made, used, index, self._settings.duration_tolerance_s)
-            try:
-                look = await self._inspector.inspect(
-                    source, target, used, kept if kept.exists() else None, seen if seen.exists() else None
-                )
-            finally:
-                seen.unlink(missing_ok=True)
-            pairs = [pair_distance(look.fingerprint, other) for other in fingerprints.values()]
-            quality = CopyQuality(look.ssim, look.phash_distance, min(pairs) if pairs else None, attempt)
-            if not self._thresholds.shortfalls(quality):
-                fingerprints[index] = look.fingerprint
-                return made, quality
-            log.info("copy %d of job %s misses the quality gate on render %d: %s", index, job.job_id, attempt + 1,
-                     quality)
-            target.unlink(missing_ok=True)
-        return None, quality
 
-    def _check_fits(self, target: Path, index: int) -> None:
-        limit = self._settings.max_copy_bytes
-        if limit is not None and (size := target.stat().st_size) > limit:
-            target.unlink()
-            raise CopyTooLarge(index, size, limit)
 
 
 async def _not_abandoned(operation: Any) -> Any:
