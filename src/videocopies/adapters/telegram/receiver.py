@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiogram import Bot
@@ -168,19 +169,9 @@ class Receiver:
         task.add_done_callback(self._side.discard)
 
     async def _answer(self, query_id: str) -> None:
-        for attempt in range(3):
-            try:
-                await self._api.call(AnswerCallbackQuery, {"callback_query_id": query_id}, timeout_s=10.0)
-                return
-            except TelegramBadRequest as late:
-                log.info("callback %s not answered: %s", query_id, late)
-                return
-            except Exception as error:  # noqa: BLE001 - a 502 or a slow answer: once more, quickly
-                if attempt == 2:
-                    log.info("callback %s not answered: %r", query_id, error)
-                    self.counts["answers_lost"] += 1
-                    return
-                await asyncio.sleep(0.2)
+        what, body = f"callback {query_id}", {"callback_query_id": query_id}
+        if not await _answered(lambda: self._api.call(AnswerCallbackQuery, body, timeout_s=10.0), what):
+            self.counts["answers_lost"] += 1
 
     async def _pre_checkout(self, raw: dict[str, Any]) -> None:
         """Answered now, with core's word on whether the package and price still hold; when
@@ -201,17 +192,27 @@ class Receiver:
             log.warning("pre-checkout %s not checked: %r", query.id, error)
             language = language_of(query.from_user.language_code)
             verdict = {"ok": False, "error_message": text(language, "payments_unavailable")}
-        for attempt in range(3):
-            try:
-                await self._bot.answer_pre_checkout_query(
-                    query.id, ok=bool(verdict["ok"]), error_message=verdict.get("error_message")
-                )
-                return
-            except TelegramBadRequest as late:  # too late, or already answered: nothing to add
-                log.info("pre-checkout %s not answered: %r", query.id, late)
-                return
-            except Exception as error:  # noqa: BLE001 - a 502 or a timeout: the user is waiting, once more
-                if attempt == 2:
-                    log.info("pre-checkout %s not answered: %r", query.id, error)
-                    return
-                await asyncio.sleep(0.2)
+        await _answered(
+            lambda: self._bot.answer_pre_checkout_query(
+                query.id, ok=bool(verdict["ok"]), error_message=verdict.get("error_message")
+            ),
+            f"pre-checkout {query.id}",
+        )
+
+
+async def _answered(answer: Callable[[], Awaitable[object]], what: str) -> bool:
+    """Answer Telegram while the user waits: a 502 or a slow answer is tried twice more, quickly;
+    "too late" or "already answered" leaves nothing to add. False when the answer was lost."""
+    for attempt in range(3):
+        try:
+            await answer()
+            return True
+        except TelegramBadRequest as late:
+            log.info("%s not answered: %r", what, late)
+            return True
+        except Exception as error:  # noqa: BLE001 - a 502 or a timeout: once more
+            if attempt == 2:
+                log.info("%s not answered: %r", what, error)
+                return False
+            await asyncio.sleep(0.2)
+    return False
