@@ -17,12 +17,13 @@ import tempfile
 from collections import Counter, OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
 
+from videocopies.adapters.probe.source import SourceFacts
 from videocopies.adapters.telegram.botapi import refusal_of
 from videocopies.adapters.telegram.sources import SourceStore
 from videocopies.adapters.telegram.supervise import sleep_unless
@@ -30,17 +31,7 @@ from videocopies.adapters.telegram.supervise import sleep_unless
 log = logging.getLogger(__name__)
 
 
-class Facts(Protocol):
-    """What a file says about itself (see adapters/probe)."""
-
-    duration_s: float
-    width: int
-    height: int
-    fps: float
-    refusal: str | None
-
-
-Inspect = Callable[[Path], Awaitable[Facts]]
+Inspect = Callable[[Path], Awaitable[SourceFacts]]
 StoreVideos = Callable[[list[dict[str, Any]]], Awaitable[None]]
 
 
