@@ -11,7 +11,7 @@ import attrs
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from videocopies.adapters.postgres.queries import sql
+from videocopies.adapters.postgres.queries import composed, sql
 from videocopies.application.ports import ObjectTally
 from videocopies.domain.objects import ObjectKind, ObjectState, StoredObject
 
@@ -34,8 +34,9 @@ class PostgresObjectRows:
 
     async def note_released(self, now: datetime) -> None:
         async with self._pool.connection() as conn, conn.transaction():
-            for name in ("release_copies", "release_sources", "keep_sources"):
-                await conn.execute(sql(name), {"now": now})
+            await conn.execute(sql("release_copies"), {"now": now})
+            for name in ("release_sources", "keep_sources"):
+                await conn.execute(composed(name, in_use="source_in_use"), {"now": now})
 
     async def due(self, kind: ObjectKind, before: datetime, limit: int) -> Sequence[StoredObject]:
         query = sql("due_sources" if kind is ObjectKind.SOURCE else "due_copies")

@@ -4,28 +4,26 @@ UPDATE stored_objects s SET released_at = %(now)s FROM orders o
  WHERE s.state <> 'deleted' AND s.released_at IS NULL AND s.kind = 'copy'
    AND o.order_id = s.order_id AND o.state IN ('done', 'cancelled', 'failed');
 
--- release_sources --
--- Sources no order uses are released. A source is in use while an order or a live quote of its
--- user names it. Orders are found through (user_id, created_at), from a little before the
--- source's row: the row's time is the database's and the order's the core's clock.
-UPDATE stored_objects s SET released_at = %(now)s
- WHERE s.state <> 'deleted' AND s.released_at IS NULL AND s.kind = 'source' AND NOT 
+-- source_in_use --
+-- A source is in use while an order or a live quote of its user names it. Orders are found
+-- through (user_id, created_at), from a little before the source's row: the row's time is the
+-- database's and the order's the core's clock.
 EXISTS (SELECT 1 FROM orders o
          WHERE o.user_id = s.user_id AND o.created_at >= s.stored_at - interval '1 hour'
            AND o.source_key = s.key
            AND (o.state IN ('confirmed', 'running', 'cancelling')
                 OR (o.state = 'quoted' AND o.quote_expires_at > %(now)s)));
 
+-- release_sources --
+-- Sources no order uses are released ({in_use} is source_in_use).
+UPDATE stored_objects s SET released_at = %(now)s
+ WHERE s.state <> 'deleted' AND s.released_at IS NULL AND s.kind = 'source' AND NOT {in_use};
+
 -- keep_sources --
--- A released source an order or a live quote uses again is kept.
+-- A released source an order or a live quote uses again is kept ({in_use} is source_in_use).
 UPDATE stored_objects s SET released_at = NULL
  WHERE s.state = 'stored' AND s.released_at IS NOT NULL AND s.deleted_at IS NULL AND s.kind = 'source'
-   AND 
-EXISTS (SELECT 1 FROM orders o
-         WHERE o.user_id = s.user_id AND o.created_at >= s.stored_at - interval '1 hour'
-           AND o.source_key = s.key
-           AND (o.state IN ('confirmed', 'running', 'cancelling')
-                OR (o.state = 'quoted' AND o.quote_expires_at > %(now)s)));
+   AND {in_use};
 
 -- due_sources --
 SELECT key, kind, state, stored_at, size, sha256, order_id, delivered_at, released_at, deleted_at
