@@ -15,7 +15,7 @@ from videocopies.domain.jobs import Job
 from videocopies.domain.orders import Order
 from videocopies.domain.payments import Payment, PaymentClaim, ProviderTransaction, Refund, Reversal
 from videocopies.domain.receipts import Receipt
-from videocopies.domain.shared import JobId, LotId, OrderId, UserId, WorkerId
+from videocopies.domain.shared import DomainEvent, JobId, LotId, OrderId, UserId, WorkerId
 
 
 @attrs.frozen
@@ -191,6 +191,10 @@ class UnitOfWork(Protocol):
         """A hint: load (and lock) these now, together: jobs, orders, accounts, then the
         unsettled referrals of these invitees, each kind in id order; receipts unlocked.
         `their_orders`: also each job's order; `their_accounts`: also each order's account."""
+        ...
+    async def record(self, event: DomainEvent) -> None:
+        """An event to announce: turned into its outbox row at commit, in this transaction, by
+        the handler registered for its type (application/use_cases/announcements.py)."""
         ...
     async def commit(self, durable: bool = True) -> None:
         """`durable=False` answers before the commit is on disk, so a crash of the database may

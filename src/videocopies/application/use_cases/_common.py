@@ -6,10 +6,11 @@ from collections.abc import Callable
 from datetime import datetime
 
 from videocopies.application.errors import NotFound
-from videocopies.application.ports import OutboxMessage, RefusedWrite, UnitOfWork
+from videocopies.application.ports import RefusedWrite, UnitOfWork
+from videocopies.application.use_cases.announcements import OrderSettled
 from videocopies.domain.coins import CoinAccount
 from videocopies.domain.jobs import Job, JobState, LeaseLossReason, LeaseLost
-from videocopies.domain.orders import CopyState, Order, OrderState
+from videocopies.domain.orders import Order, OrderState
 from videocopies.domain.shared import JobId, OrderId, OwnerToken, UserId, WorkerId
 
 UowFactory = Callable[[], UnitOfWork]
@@ -56,31 +57,7 @@ async def settle(uow: UnitOfWork, order: Order, released: int, now: datetime) ->
         full = order.state is OrderState.CANCELLED
         account.release(order.order_id, now, None if full else released)
     await uow.capacity.free(order.order_id)
-    await uow.outbox.add(
-        OutboxMessage(
-            order.user_id,
-            "order_closed",
-            {
-                "order_id": order.order_id,
-                "state": order.state.value,
-                "copies": len(order.copies),
-                "charged": order.charged,
-                # Rendered copies still on their way: charged as each arrives, returned if it cannot.
-                "pending": order.price_per_copy * order.count(CopyState.RENDERED),
-                "released": released,
-                "reason": order.failure_reason,
-            }
-            | _made(order),
-            dedup_key=f"closed:{order.order_id}",
-        )
-    )
-
-
-def _made(order: Order) -> dict[str, int]:
-    """A done order may have fewer copies than were ordered: the quality gate gave some up."""
-    if order.state is not OrderState.DONE:
-        return {}
-    return {"made": order.count(CopyState.RENDERED) + order.count(CopyState.DELIVERED)}
+    await uow.record(OrderSettled.of(order, released))
 
 
 async def close_order_for_job(uow: UnitOfWork, job: Job, now: datetime) -> None:

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import attrs
 
-from videocopies.application.ports import Clock, OutboxMessage
+from videocopies.application.ports import Clock
 from videocopies.application.use_cases._common import (
     UowFactory,
     load_account,
@@ -14,6 +14,7 @@ from videocopies.application.use_cases._common import (
     load_order,
     record_refusal,
 )
+from videocopies.application.use_cases.announcements import CopyGivenUp, CopyReadyToSend
 from videocopies.domain.jobs import CopyArtifact, LeaseLost
 from videocopies.domain.quality import MAX_RERENDERS, CopyQuality
 from videocopies.domain.shared import JobId, OrderId, OwnerToken, WorkerId
@@ -78,20 +79,8 @@ class CheckpointCopy:
                     return False
                 order = await load_order(uow, job.order_id)
                 if order.copy_rendered(cmd.index, cmd.artifact.object_key):
-                    await uow.outbox.add(
-                        OutboxMessage(
-                            order.user_id,
-                            "copy_ready",
-                            {
-                                "order_id": order.order_id,
-                                "index": cmd.index,
-                                "copies": len(order.copies),
-                                "object_key": cmd.artifact.object_key,
-                                "size": cmd.artifact.size,
-                                "sha256": cmd.artifact.sha256,
-                            },
-                            dedup_key=f"copy:{order.order_id}:{cmd.index}",
-                        )
+                    await uow.record(
+                        CopyReadyToSend(order.user_id, order.order_id, cmd.index, len(order.copies), cmd.artifact)
                     )
                 await uow.commit()
                 return True
@@ -132,21 +121,10 @@ class GiveUpCopy:
                     reservation = account.reservation(order.order_id)
                     if reservation is not None and reservation.open:
                         returned = account.release(order.order_id, now, min(price, reservation.held))
-                    await uow.outbox.add(
-                        OutboxMessage(
-                            order.user_id,
-                            "copy_failed",
-                            {
-                                "order_id": order.order_id,
-                                "index": cmd.index,
-                                "copies": len(order.copies),
-                                "reason": cmd.reason,
-                                "tries": cmd.quality.attempt + 1 if cmd.quality else MAX_RERENDERS + 1,
-                                "returned": returned,
-                            },
-                            dedup_key=f"copy-failed:{order.order_id}:{cmd.index}",
-                        )
-                    )
+                    tries = cmd.quality.attempt + 1 if cmd.quality else MAX_RERENDERS + 1
+                    await uow.record(CopyGivenUp(
+                        order.user_id, order.order_id, cmd.index, len(order.copies), cmd.reason, tries, returned
+                    ))
                 await uow.commit()
                 return True
         except LeaseLost as lost:

@@ -21,8 +21,9 @@ from videocopies.adapters.memory.unit_of_work.records import (
     _Refusals,
 )
 from videocopies.application.errors import Conflict
+from videocopies.application.use_cases.announcements import outbox_rows
 from videocopies.domain.orders import Order
-from videocopies.domain.shared import OrderId, UserId
+from videocopies.domain.shared import DomainEvent, OrderId, UserId
 
 
 class InMemoryUnitOfWork:
@@ -47,6 +48,7 @@ class InMemoryUnitOfWork:
         # share, so a joined block's commit is written at once; leaving without one forgets it.
         self._depth = 0
         self._open = False
+        self.recorded: list[DomainEvent] = []  # announced at commit (use_cases/announcements.py)
 
     async def __aenter__(self) -> InMemoryUnitOfWork:
         if self._open:
@@ -73,8 +75,14 @@ class InMemoryUnitOfWork:
     async def prefetch(self, orders: Sequence[OrderId] = (), accounts: Sequence[UserId] = (), **hints: Any) -> None:
         """Memory has no round trips to save; loading stays lazy."""
 
+    async def record(self, event: DomainEvent) -> None:
+        self.recorded.append(event)
+
     async def commit(self, durable: bool = True) -> None:
         """All or nothing: every check runs before anything is written."""
+        for message in outbox_rows(self.recorded):
+            await self.outbox.add(message)
+        self.recorded.clear()
         aggregates = (self.accounts, self.orders, self.jobs)
         for repo in aggregates:
             repo.check()
@@ -126,6 +134,7 @@ class InMemoryUnitOfWork:
         self.outbox.added.clear()
         self.capacity.taken.clear()
         self.capacity.freed.clear()
+        self.recorded.clear()
 
     def _unlock(self) -> None:
         for key in [k for k, holder in self._store.locks.items() if holder == self._id]:

@@ -3,7 +3,7 @@ set sent with the COMMIT."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
@@ -30,12 +30,12 @@ from videocopies.adapters.postgres.unit_of_work.records import (
 )
 from videocopies.adapters.system import SystemClock
 from videocopies.application.ports import Clock
+from videocopies.application.use_cases.announcements import outbox_rows
 from videocopies.domain.receipts import Receipt
-from videocopies.domain.shared import JobId, OrderId, UserId
+from videocopies.domain.shared import DomainEvent, JobId, OrderId, UserId
 
 _IDLE = psycopg.pq.TransactionStatus.IDLE
 _FAILED = psycopg.pq.TransactionStatus.INERROR
-Params = Mapping[str, Any] | Sequence[Any]
 
 
 class PostgresUnitOfWork:
@@ -55,7 +55,8 @@ class PostgresUnitOfWork:
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._depth = 0  # blocks joined to the open one
         self._joined_done: list[bool] = []  # per joined block: did it commit?
-        self.at_commit: list[tuple[str, Params]] = []  # statements sent, bound here, before the writes
+        self.at_commit: list[tuple[str, write_set.Params]] = []  # statements sent, bound here, before the writes
+        self.recorded: list[DomainEvent] = []  # announced at commit (use_cases/announcements.py)
         self.pending: write_set.Writes = []  # plain inserts queued by record repositories
         self.late: write_set.Writes = []  # inserts that reference aggregates written at commit
         self.accounts = PostgresAccounts(self)
@@ -119,7 +120,7 @@ class PostgresUnitOfWork:
         if self.conn.info.transaction_status == _IDLE:
             await self._send(self.conn.cursor(), write_set.begin_statement())
 
-    async def fetchone(self, query: str, params: Params) -> dict[str, Any] | None:
+    async def fetchone(self, query: str, params: write_set.Params) -> dict[str, Any] | None:
         try:
             await self._begin()
             async with self.conn.cursor(row_factory=dict_row) as cur:
@@ -128,7 +129,7 @@ class PostgresUnitOfWork:
         except psycopg.Error as error:
             raise translate(error) from error
 
-    async def fetchall(self, query: str, params: Params) -> list[dict[str, Any]]:
+    async def fetchall(self, query: str, params: write_set.Params) -> list[dict[str, Any]]:
         try:
             await self._begin()
             async with self.conn.cursor(row_factory=dict_row) as cur:
@@ -220,15 +221,13 @@ class PostgresUnitOfWork:
             await self._flush()
             self._joined_done[-1] = True
             return
-        writes = self._writes()
+        writes = await self._writes()
         try:
             if writes or self.at_commit:
                 opening = write_set.opening() if self.conn.info.transaction_status == _IDLE else b""
                 relaxed = b"" if durable else write_set.relaxed()
-                await self._send(
-                    self.conn.cursor(),
-                    opening + relaxed + self._bound(self.at_commit) + write_set.apply_statement(self.conn, writes),
-                )
+                first = opening + relaxed + write_set.bound(self.conn, self.at_commit)
+                await self._send(self.conn.cursor(), first + write_set.apply_statement(self.conn, writes))
             await self.conn.commit()
         except psycopg.Error as error:
             await self.conn.rollback()
@@ -237,20 +236,21 @@ class PostgresUnitOfWork:
             self.at_commit.clear()
         self._forget()
 
-    def _writes(self) -> write_set.Writes:
+    async def record(self, event: DomainEvent) -> None:
+        self.recorded.append(event)
+
+    async def _writes(self) -> write_set.Writes:
+        for message in outbox_rows(self.recorded):
+            await self.outbox.add(message)
+        self.recorded.clear()
         now = self._clock.now()
         # Aggregates first, then the records that reference them, then the plain inserts.
         return [
             *self.accounts.writes(now), *self.orders.writes(), *self.jobs.writes(now), *self.late, *self.pending,
         ]
 
-    def _bound(self, statements: Sequence[tuple[str, Params]]) -> bytes:
-        """Statements with their parameters bound here, to travel in one simple query."""
-        cursor = psycopg.AsyncClientCursor(self.conn)
-        return b"".join(cursor.mogrify(sql(name), params).encode() + b";\n" for name, params in statements)
-
     async def _flush(self) -> None:
-        writes = self._writes()
+        writes = await self._writes()
         try:
             if writes:
                 await self._begin()
@@ -294,3 +294,4 @@ class PostgresUnitOfWork:
         self.referrals.known.clear()
         self.pending.clear()
         self.late.clear()
+        self.recorded.clear()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -16,6 +17,7 @@ from psycopg.types.json import Jsonb
 from videocopies.adapters.postgres.queries import around, sql
 
 Writes = list[tuple[str, Any]]
+Params = Mapping[str, Any] | Sequence[Any]
 
 
 class Transaction(Protocol):
@@ -54,6 +56,12 @@ def apply_statement(conn: psycopg.AsyncConnection[Any], writes: Writes) -> bytes
     matches no row, or a capacity slot that cannot be taken, aborts it from inside."""
     head, tail = around("apply_writes", "writes")
     return head + _literal(conn, _coalesced(writes)) + tail
+
+
+def bound(conn: psycopg.AsyncConnection[Any], statements: Sequence[tuple[str, Params]]) -> bytes:
+    """Named statements with their parameters bound here, to travel in one simple query."""
+    cursor = psycopg.AsyncClientCursor(conn)
+    return b"".join(cursor.mogrify(sql(name), params).encode() + b";\n" for name, params in statements)
 
 
 def apply_joined_statement(conn: psycopg.AsyncConnection[Any], writes: Writes) -> bytes:
