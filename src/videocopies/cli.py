@@ -187,25 +187,25 @@ def main(argv: list[str] | None = None) -> int:
 
         return worker()
     if args.command == "core":
-        from videocopies.roles.core import main as core
+        from videocopies.roles.core import main as run_core
 
-        return core(_database_url(args), args.host, args.port)
+        return run_core(_database_url(args), args.host, args.port)
     if args.command == "control":
-        from videocopies.roles.control import main as control
+        from videocopies.roles.control import main as run_control
 
-        return control(_database_url(args), args.host, args.port)
+        return run_control(_database_url(args), args.host, args.port)
     if args.command == "deploy":
-        from videocopies.roles.deploy import main as deploy
+        from videocopies.roles.deploy import main as run_deploy
 
-        return deploy(args.old_url, args.port, args.min_free_mb, args.log)
+        return run_deploy(args.old_url, args.port, args.min_free_mb, args.log)
     if args.command == "payments":
         from videocopies.roles.payments import main as payments_main
 
         return payments_main(_database_url(args), args)
     if args.command == "nodes":
-        from videocopies.roles.nodes import main as nodes
+        from videocopies.roles.nodes import main as run_nodes
 
-        return nodes(_database_url(args), args)
+        return run_nodes(_database_url(args), args)
     parser.error(f"unknown command {args.command}")
     return 2
 
