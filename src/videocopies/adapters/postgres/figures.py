@@ -8,9 +8,9 @@ whatever the history holds.
 from __future__ import annotations
 
 import attrs
-from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from videocopies.adapters.postgres.pool import fetch_rows
 from videocopies.adapters.postgres.queries import sql
 
 
@@ -29,12 +29,7 @@ class QueueFigures:
 
 
 async def read_figures(pool: AsyncConnectionPool) -> QueueFigures:
-    async with pool.connection() as conn:
-        cur = conn.cursor(row_factory=dict_row)
-        await cur.execute(sql("queue_figures"))
-        row = await cur.fetchone()
-        await conn.commit()
-    assert row is not None
+    (row,) = await fetch_rows(pool, sql("queue_figures"))
     return QueueFigures(**{k: float(v) if k.endswith("_s") else int(v) for k, v in row.items()})
 
 

@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import psycopg
-from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from videocopies.adapters.postgres.pool import fetch_rows
 from videocopies.adapters.postgres.queries import sql
 from videocopies.application.ports import Node, NodeExists
 
@@ -48,29 +48,15 @@ class PostgresNodeRegistry:
             return bool(cur.rowcount)
 
     async def get(self, node_id: str) -> Node | None:
-        async with self._pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(sql("get_node"), [node_id])
-            row = await cur.fetchone()
-            await conn.commit()
-        return _node(row) if row else None
+        rows = await fetch_rows(self._pool, sql("get_node"), [node_id])
+        return _node(rows[0]) if rows else None
 
     async def live(self) -> Sequence[Node]:
-        async with self._pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(sql("live_nodes"))
-            rows = await cur.fetchall()
-            await conn.commit()
-        return [_node(row) for row in rows]
+        return [_node(row) for row in await fetch_rows(self._pool, sql("live_nodes"))]
 
     async def all(self) -> Sequence[tuple[Node, datetime | None]]:
         """Every node with its last contact, for operators."""
-        async with self._pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(sql("all_nodes"))
-            rows = await cur.fetchall()
-            await conn.commit()
-        return [(_node(row), row["last_seen_at"]) for row in rows]
+        return [(_node(row), row["last_seen_at"]) for row in await fetch_rows(self._pool, sql("all_nodes"))]
 
     async def seen(self, last_contact: Mapping[str, datetime]) -> None:
         ids, ats = list(last_contact), list(last_contact.values())

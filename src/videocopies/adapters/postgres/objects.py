@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import Any
 
 import attrs
-from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from videocopies.adapters.postgres.pool import fetch_rows
 from videocopies.adapters.postgres.queries import composed, sql
 from videocopies.application.ports import ObjectTally
 from videocopies.domain.objects import ObjectKind, ObjectState, StoredObject
@@ -40,7 +40,7 @@ class PostgresObjectRows:
 
     async def due(self, kind: ObjectKind, before: datetime, limit: int) -> Sequence[StoredObject]:
         query = sql("due_sources" if kind is ObjectKind.SOURCE else "due_copies")
-        return [_object(row) for row in await self._rows(query, {"before": before, "limit": limit})]
+        return [_object(row) for row in await fetch_rows(self._pool, query, {"before": before, "limit": limit})]
 
     async def begin_deleting(self, keys: Sequence[str], before: datetime, now: datetime) -> list[str]:
         async with self._pool.connection() as conn, conn.transaction():
@@ -55,7 +55,7 @@ class PostgresObjectRows:
             await conn.execute(sql("mark_deleted"), {"keys": list(keys), "now": now})
 
     async def look_up(self, keys: Sequence[str]) -> tuple[dict[str, ObjectState], set[str]]:
-        rows = await self._rows(sql("look_up_objects"), {"keys": list(keys)})
+        rows = await fetch_rows(self._pool, sql("look_up_objects"), {"keys": list(keys)})
         states = {r["key"]: ObjectState(r["state"]) for r in rows if r["state"] is not None}
         return states, {r["key"] for r in rows if r["awaited"]}
 
@@ -66,11 +66,11 @@ class PostgresObjectRows:
 
     async def get(self, key: str) -> StoredObject | None:
         """One object's row (whether a copy is still in the store, say)."""
-        rows = await self._rows(sql("get_object"), {"key": key})
+        rows = await fetch_rows(self._pool, sql("get_object"), {"key": key})
         return _object(rows[0]) if rows else None
 
     async def figures(self) -> ObjectFigures:
-        rows = await self._rows(sql("object_figures"), {})
+        rows = await fetch_rows(self._pool, sql("object_figures"), {})
         return ObjectFigures(
             {(r["kind"], r["state"]): int(r["objects"]) for r in rows},
             {(r["kind"], r["state"]): int(r["bytes"]) for r in rows},
@@ -78,16 +78,8 @@ class PostgresObjectRows:
 
     async def tallies(self) -> list[ObjectTally]:
         """The same figures for the control panel, by kind then state."""
-        rows = await self._rows(sql("object_figures"), {})
+        rows = await fetch_rows(self._pool, sql("object_figures"), {})
         return sorted(
             (ObjectTally(r["kind"], r["state"], int(r["objects"]), int(r["bytes"])) for r in rows),
             key=lambda t: (t.kind != "source", ["stored", "delivered", "deleted"].index(t.state)),
         )
-
-    async def _rows(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        async with self._pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(query, params)
-            rows = await cur.fetchall()
-            await conn.commit()
-        return rows

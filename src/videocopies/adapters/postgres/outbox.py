@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres.peek import glance
+from videocopies.adapters.postgres.pool import fetch_rows
 from videocopies.adapters.postgres.queries import sql
 from videocopies.application.ports import OutboxMessage, QueuedMessage
 from videocopies.application.use_cases.undeliverable import in_turns
@@ -44,11 +44,7 @@ class PostgresOutboxQueue:
     ) -> Sequence[QueuedMessage]:
         """Up to `limit` messages to send, held for `hold_s`, in the order to send them."""
         params = {"now": now, "limit": limit, "until": now + timedelta(seconds=hold_s), "per_user": per_user}
-        async with self._pool.connection() as conn, conn.transaction():
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(sql("claim_outbox"), params)
-            rows = await cur.fetchall()
-        return in_turns([_message(r) for r in rows])
+        return in_turns([_message(r) for r in await fetch_rows(self._pool, sql("claim_outbox"), params)])
 
     async def get(self, message_id: int) -> QueuedMessage | None:
         found = await self._read(sql("outbox_message"), [message_id])
@@ -80,12 +76,7 @@ class PostgresOutboxQueue:
             ])])
 
     async def _read(self, query: str, params: list[Any]) -> list[QueuedMessage]:
-        async with self._pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(query, params)
-            rows = await cur.fetchall()
-            await conn.commit()
-        return [_message(r) for r in rows]
+        return [_message(r) for r in await fetch_rows(self._pool, query, params)]
 
     async def sent_many(self, deliveries: Sequence[tuple[int, dict[str, Any]]]) -> int:
         """Mark many sent (or given up, with an `error`) in one statement; returns how many

@@ -6,6 +6,7 @@ from __future__ import annotations
 import select
 from typing import Any
 
+from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 
@@ -57,3 +58,11 @@ def make_pool(
     )
     check.pool = pool
     return pool
+
+
+async def fetch_rows(pool: AsyncConnectionPool, query: str, params: Any = None) -> list[dict[str, Any]]:
+    """The rows of one statement, by column name, in a transaction of its own."""
+    async with pool.connection() as conn, conn.transaction():
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(query, params)
+        return await cur.fetchall()
