@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import subprocess
 import sys
 import time
@@ -23,9 +22,8 @@ from pathlib import Path
 
 import attrs
 
-from videocopies.adapters.postgres import migrate
-from videocopies.embedded.postgres import LocalPostgres, free_port
-from videocopies.runtime.data_dir import kept_secret, prepare
+from videocopies.embedded.postgres import free_port
+from videocopies.runtime.data_dir import database, kept_secret
 from videocopies.runtime.keeper import Keeper, stop_core, stop_roles
 from videocopies.runtime.launch import (
     CoreProcess,
@@ -37,6 +35,7 @@ from videocopies.runtime.launch import (
     wait_until_serving,
     worker_process,
 )
+from videocopies.runtime.lifecycle import until_signalled
 from videocopies.settings.commands import AllInOneSettings
 from videocopies.testing.telegram_simulator import BotApiSimulator
 
@@ -61,12 +60,7 @@ def running(
     data: Path, env: Mapping[str, str] | None = None, say: Callable[[str], None] = print
 ) -> Iterator[Stack]:
     settings, data = AllInOneSettings.from_env(env), data.absolute()
-    prepare(data)
-    first_run = not (data / "postgres" / "data" / "PG_VERSION").exists()
-    with LocalPostgres(base_dir=data / "postgres", durable=True) as pg, contextlib.ExitStack() as stack:
-        url = pg.url("videocopies")
-        schema = migrate.init(url) if first_run else migrate.upgrade(url)
-        say(f"PostgreSQL {'created' if first_run else 'started'} in {data / 'postgres'} (schema {schema.revision})")
+    with database(data, say) as url, contextlib.ExitStack() as stack:
         simulator, bot_token = None, settings.bot.token or ""
         telegram_url, local = settings.bot.api_url, settings.bot.local
         if not bot_token:
@@ -128,16 +122,9 @@ def main(data: Path) -> int:
             if stack.simulator is not None:
                 print(f"simulated users: POST {stack.simulator.url}/_sim/users, then /_sim/users/ID/messages",
                       flush=True)
-            asyncio.run(_until_signalled())
+            asyncio.run(until_signalled())
     except RoleFailed as failed:
         print(f"videocopies all-in-one: {failed}", file=sys.stderr)
         return 2
     return 0
 
-
-async def _until_signalled() -> None:
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stopping.set)
-    await stopping.wait()

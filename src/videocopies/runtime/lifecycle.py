@@ -29,6 +29,15 @@ class Background:
             await task
 
 
+async def until_signalled() -> None:
+    """Wait for SIGTERM or SIGINT."""
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    await stopping.wait()
+
+
 class Server(uvicorn.Server):
     """`on_exit` runs at the first signal (core answers its parked claims then, so a graceful
     stop does not wait out every long poll)."""
