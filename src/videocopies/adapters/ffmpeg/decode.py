@@ -70,11 +70,11 @@ class FfmpegDecodingProber:
                 proc.kill()
             await proc.wait()
             raise
-        problems = err.decode(errors="replace").strip()
-        if proc.returncode != 0 and (why := child.why_stopped(proc.returncode, problems.splitlines())):
+        problems, code = err.decode(errors="replace").strip(), await proc.wait()
+        if code != 0 and (why := child.why_stopped(code, problems.splitlines())):
             raise CorruptMedia(f"decoding stopped: {why}")
-        if proc.returncode != 0 or problems:
-            last = problems.splitlines()[-1] if problems else f"ffmpeg exited with {proc.returncode}"
+        if code != 0 or problems:
+            last = problems.splitlines()[-1] if problems else f"ffmpeg exited with {code}"
             raise CorruptMedia(f"decoding failed: {last}")
         frames = [line for line in out.decode().splitlines() if line.startswith("frame=")]
         return int(frames[-1].split("=", 1)[1]) if frames else 0

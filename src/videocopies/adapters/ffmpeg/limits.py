@@ -43,7 +43,11 @@ class ChildLimits:
         return cls(max(1, math.ceil(cpu_s)), memory_bytes, file_bytes)
 
     def preexec(self) -> Callable[[], None]:
-        return lambda: (_die_with_parent(), self._apply())
+        def in_child() -> None:
+            _die_with_parent()
+            self._apply()
+
+        return in_child
 
     def _apply(self) -> None:
         # Soft = hard: at the CPU limit the kernel kills at once. Below the hard limit it would

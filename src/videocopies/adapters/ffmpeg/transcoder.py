@@ -111,7 +111,8 @@ class FfmpegTranscoder:
         """Render `plan` of `source` into `target` (MP4), probing the source unless `info` is given;
         with `source_frames`, keep the source's frames the quality gate compares with there too."""
         try:
-            info = info or await asyncio.to_thread(probe, source)
+            if info is None:
+                info = await asyncio.to_thread(probe, source)
             self._check_work(info)
             args = ffmpeg_args(
                 plan, info, source, target, threads=self._threads, source_frames=source_frames,

@@ -250,7 +250,7 @@ def _scan(
             if expired():
                 raise ProbeTimedOut(f"decoding ran past its time budget after {frames} frames")
             for frame in packet.decode():
-                if packet.stream is not video:
+                if packet.stream is not video or not isinstance(frame, av.VideoFrame):
                     continue
                 if frame.is_corrupt:
                     raise CorruptMedia(f"picture {frames + 1} decodes damaged")

@@ -93,7 +93,11 @@ def nearest(pictures: Sequence[Picture], moments: Sequence[float]) -> list[Pictu
     """For each moment, the picture whose time is nearest to it."""
     if not pictures:
         raise ValueError("no frames were kept")
-    return [min(pictures, key=lambda p, m=moment: abs(p.at - m)) for moment in moments]
+    return [_nearest_to(moment, pictures) for moment in moments]
+
+
+def _nearest_to(moment: float, pictures: Sequence[Picture]) -> Picture:
+    return min(pictures, key=lambda p: abs(p.at - moment))
 
 
 def kept_frames(path: Path) -> list[Picture]:
