@@ -2,6 +2,7 @@
 # compose.yaml's one-shot `setup`: the schema, the bucket and one token per node, each made once.
 # It runs on every `docker compose up`; what exists already is kept.
 set -eu
+umask 077  # the tokens are read by the nodes, which run as the same user
 TOKENS=/var/lib/videocopies/tokens
 
 # `db init` refuses a database that has a schema: then it is brought up to date instead.
