@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 from dependency_injector import containers, providers
 
@@ -94,7 +95,7 @@ def _bot_settings(settings: Settings) -> BotSettings:
 
 class UseCases(containers.DeclarativeContainer):
     gateways = providers.DependenciesContainer()
-    settings = providers.Dependency()
+    settings: providers.Dependency[Settings] = providers.Dependency()
 
     grant_coins = providers.Singleton(uc.GrantCoins, uow=gateways.uow.provider, clock=gateways.clock, ids=gateways.ids)
     expire_coins = providers.Singleton(uc.ExpireCoins, uow=gateways.uow.provider, clock=gateways.clock)
@@ -178,7 +179,7 @@ class Bot(containers.DeclarativeContainer):
 
     gateways = providers.DependenciesContainer()
     use_cases = providers.DependenciesContainer()
-    settings = providers.Dependency()
+    settings: providers.Dependency[Settings] = providers.Dependency()
     bot_settings = providers.Singleton(_bot_settings, settings)
 
     conversation = providers.Singleton(
@@ -205,7 +206,7 @@ class Bot(containers.DeclarativeContainer):
 class InMemoryService(containers.DeclarativeContainer):
     """The whole application on in-memory adapters."""
 
-    settings = providers.Dependency()
+    settings: providers.Dependency[Settings] = providers.Dependency()
     gateways = providers.Container(MemoryGateways)
     use_cases = providers.Container(UseCases, gateways=gateways, settings=settings)
     bot = providers.Container(Bot, gateways=gateways, use_cases=use_cases, settings=settings)
@@ -214,7 +215,7 @@ class InMemoryService(containers.DeclarativeContainer):
 class PostgresService(containers.DeclarativeContainer):
     """The application on PostgreSQL: what core runs."""
 
-    settings = providers.Dependency()
+    settings: providers.Dependency[Settings] = providers.Dependency()
     gateways = providers.Container(PostgresGateways)
     use_cases = providers.Container(UseCases, gateways=gateways, settings=settings)
     bot = providers.Container(Bot, gateways=gateways, use_cases=use_cases, settings=settings)
@@ -224,5 +225,6 @@ def postgres_service(settings: Settings, gateways: Mapping[str, object]) -> Post
     """The container over a database; `gateways`: PostgresGateways' configuration
     (`database_url`, `pool_size`, `direct`; core's `listen_url`, `lease_pool_size`, ...)."""
     container = PostgresService(settings=settings)
-    container.gateways.config.from_dict(dict(gateways))
+    config = cast(providers.Configuration, container.gateways.config)
+    config.from_dict(dict(gateways))
     return container
