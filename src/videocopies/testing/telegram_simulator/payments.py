@@ -66,12 +66,8 @@ def answer_pre_checkout_query(state: SimulatorState, bot: BotAccount, p: Params)
     charge = Charge(_charge_id(), query.user_id, query.invoice.total_amount, query.invoice.payload)
     bot.charges[charge.id] = charge
     query.outcome, query.charge_id = "paid", charge.id
+    _record(state, bot, charge, "source")
     user = bot.chats[query.user_id].user
-    bot.transactions.append({
-        "id": charge.id, "amount": charge.amount, "date": int(state.clock()),
-        "source": {"type": "user", "transaction_type": "invoice_payment", "user": user.to_json(),
-                   "invoice_payload": charge.payload},
-    })
     if query.delivery != "drop":
         chat = bot.chats[query.user_id]
         message = {
@@ -101,13 +97,19 @@ def refund_star_payment(state: SimulatorState, bot: BotAccount, p: Params) -> bo
     if charge.refunded:
         raise bad_request("CHARGE_ALREADY_REFUNDED")
     charge.refunded = True
+    _record(state, bot, charge, "receiver")
+    return True
+
+
+def _record(state: SimulatorState, bot: BotAccount, charge: Charge, side: str) -> None:
+    """A Star transaction in the bot's list: the user is its `source` when they paid, its
+    `receiver` when they were refunded."""
     user = bot.chats[charge.user_id].user
     bot.transactions.append({
         "id": charge.id, "amount": charge.amount, "date": int(state.clock()),
-        "receiver": {"type": "user", "transaction_type": "invoice_payment", "user": user.to_json(),
-                     "invoice_payload": charge.payload},
+        side: {"type": "user", "transaction_type": "invoice_payment", "user": user.to_json(),
+               "invoice_payload": charge.payload},
     })
-    return True
 
 
 def get_star_transactions(state: SimulatorState, bot: BotAccount, p: Params) -> dict:
