@@ -1,6 +1,7 @@
 """The edge role's composition root: Telegram on one side (aiogram, against Telegram or the
 simulator), core's HTTP API on the other. No database, no business logic. Its variables are
-read by settings/edge.py; what it runs is runtime/edge_node.py."""
+read by settings/edge.py; what it runs is runtime/edge_node.py. Wired by hand, as the worker:
+dependency-injector's containers module loads FastAPI, which edge has no use for."""
 
 from __future__ import annotations
 
