@@ -22,6 +22,7 @@ from videocopies.application import use_cases as uc
 from videocopies.application.worker import Worker, WorkerSettings
 from videocopies.domain.coins import LotKind
 from videocopies.domain.effects import EffectsPlan
+from videocopies.domain.objects.keys import named_source_key
 from videocopies.domain.orders import OrderState
 from videocopies.domain.quality import variant
 from videocopies.domain.shared import UserId, WorkerId
@@ -60,7 +61,7 @@ async def make(
         try:
             cases = service.use_cases
             store = FilesystemObjectStore(scratch / "objects")
-            key = f"sources/{LOCAL_USER}/{source.name}"
+            key = named_source_key(LOCAL_USER, source.name)
             await store.put_file(key, source)
             price = DEFAULT_TARIFF.total(copies)
             await cases.grant_coins()(uc.GrantCoinsCommand(LOCAL_USER, LotKind.MANUAL, price, timedelta(hours=1)))
