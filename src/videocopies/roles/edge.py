@@ -9,18 +9,17 @@ import asyncio
 import logging
 import secrets
 import signal
-import sys
 from collections.abc import Mapping
 
 import uvloop
 from aiogram import Bot
 
-from videocopies.adapters.http.client import CoreClient, WrongNode, identify
+from videocopies.adapters.http.client import CoreClient
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
 from videocopies.adapters.telegram.duty import PollingDuty
 from videocopies.adapters.telegram.edge import SignedUrlSources, SourceStore, StoreSources
 from videocopies.roles.bots import telegram_bot
-from videocopies.roles.nodes_link import core_client
+from videocopies.roles.nodes_link import core_client, identified
 from videocopies.runtime import heap
 from videocopies.runtime.edge_node import EdgeParts, log_acknowledgements, serve_webhook, until_answered
 from videocopies.settings.edge import EdgeSettings
@@ -51,10 +50,7 @@ async def serve(settings: EdgeSettings) -> int:
     bot = telegram_bot(settings.bot)
     parts: EdgeParts | None = None
     try:
-        try:
-            me = await identify(core, "edge")
-        except WrongNode as refused:
-            print(f"videocopies edge: {refused}", file=sys.stderr)
+        if (me := await identified(core, "edge")) is None:
             return 2
         parts = EdgeParts(settings, bot, core, sources(settings, core), settings.work_dir / me["name"])
         stop = asyncio.Event()

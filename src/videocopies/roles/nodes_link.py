@@ -1,10 +1,11 @@
-"""A node's client of core's API (edge, worker), from its settings."""
+"""A node's client of core's API (edge, worker), from its settings, and who core says it is."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from videocopies.adapters.http.client import CoreClient
+from videocopies.adapters.http.client import CoreClient, WrongNode, identify
 from videocopies.adapters.http.core_urls import PlainHttpRefused
 from videocopies.settings.links import CoreLink
 
@@ -15,3 +16,13 @@ def core_client(link: CoreLink, **options: Any) -> CoreClient:
         return CoreClient(link.url, link.token, allow_plain_http=link.allow_plain_http, ca_file=link.ca_file, **options)
     except PlainHttpRefused as refused:
         raise SystemExit(f"videocopies: {refused}") from refused
+
+
+async def identified(core: CoreClient, role: str) -> dict[str, Any] | None:
+    """Who this node is, as core knows it from the token; None, said on stderr, when the token
+    is refused or belongs to another role."""
+    try:
+        return await identify(core, role)
+    except WrongNode as refused:
+        print(f"videocopies {role}: {refused}", file=sys.stderr)
+        return None

@@ -7,13 +7,12 @@ runtime/worker_loop.py. SIGTERM gives the job in hand back and exits."""
 from __future__ import annotations
 
 import logging
-import sys
 
 import uvloop
 
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
 from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
-from videocopies.adapters.http.client import CoreClient, HttpJobLeases, SignedUrlJobFiles, WrongNode, identify
+from videocopies.adapters.http.client import CoreClient, HttpJobLeases, SignedUrlJobFiles
 from videocopies.adapters.inprocess import LocalDisk, StoreJobFiles
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
 from videocopies.adapters.probe import PyAvProber
@@ -22,7 +21,7 @@ from videocopies.adapters.scratch import scratch_stats
 from videocopies.application.ports import JobFiles
 from videocopies.application.worker import Worker, WorkerSettings
 from videocopies.domain.shared import WorkerId
-from videocopies.roles.nodes_link import core_client
+from videocopies.roles.nodes_link import core_client, identified
 from videocopies.runtime.worker_loop import work_until_stopped
 from videocopies.settings.worker import WorkerNodeSettings
 
@@ -62,10 +61,7 @@ def build(settings: WorkerNodeSettings, name: str, core: CoreClient) -> Worker:
 async def serve(settings: WorkerNodeSettings) -> int:
     core = core_client(settings.core, retry_for_s=settings.retry_for_s)
     try:
-        try:
-            me = await identify(core, "worker")
-        except WrongNode as refused:
-            print(f"videocopies worker: {refused}", file=sys.stderr)
+        if (me := await identified(core, "worker")) is None:
             return 2
         worker = build(settings, me["name"], core)
         if removed := worker.remove_orphans():

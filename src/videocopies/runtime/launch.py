@@ -137,15 +137,7 @@ def worker_process(
         key: value for key, value in os.environ.items()
         if not key.startswith(("VIDEOCOPIES_", "PG")) and "DATABASE" not in key
     }
-    environment.update(limits_env(os.environ))  # the same media limits as edge and core
-    environment.update(
-        {"VIDEOCOPIES_CORE_URL": core_url, "VIDEOCOPIES_NODE_TOKEN": token, "VIDEOCOPIES_WORK_DIR": str(work_dir)}
-    )
-    if store_dir is not None:
-        environment["VIDEOCOPIES_STORE_DIR"] = str(store_dir)
-    environment.update(env)
-    return subprocess.Popen([sys.executable, "-m", "videocopies.cli", "worker"], env=environment,
-                            stderr=subprocess.PIPE)
+    return _node("worker", environment, core_url, token, work_dir, store_dir, env)
 
 
 def edge_process(
@@ -154,17 +146,25 @@ def edge_process(
 ) -> subprocess.Popen[bytes]:
     """An edge with no database in its environment: core's URL, its token, and the bot's."""
     environment = {key: value for key, value in os.environ.items() if not key.startswith("VIDEOCOPIES_")}
+    bot = {"VIDEOCOPIES_BOT_TOKEN": bot_token, "VIDEOCOPIES_TELEGRAM_URL": telegram_url,
+           "VIDEOCOPIES_TELEGRAM_LOCAL": "1" if local_api else "0"}
+    return _node("edge", environment, core_url, token, work_dir, store_dir, {**bot, **env})
+
+
+def _node(
+    role: str, environment: dict[str, str], core_url: str, token: str, work_dir: Path, store_dir: Path | None,
+    env: dict[str, str],
+) -> subprocess.Popen[bytes]:
+    """`role` started with `environment` and what every node is given: the media limits edge,
+    core and the workers share, core's URL, its token, its scratch, the shared store; `env` last."""
     environment.update(limits_env(os.environ))
-    environment.update({
-        "VIDEOCOPIES_CORE_URL": core_url, "VIDEOCOPIES_NODE_TOKEN": token, "VIDEOCOPIES_BOT_TOKEN": bot_token,
-        "VIDEOCOPIES_TELEGRAM_URL": telegram_url, "VIDEOCOPIES_WORK_DIR": str(work_dir),
-        "VIDEOCOPIES_TELEGRAM_LOCAL": "1" if local_api else "0",
-    })
+    environment.update(
+        {"VIDEOCOPIES_CORE_URL": core_url, "VIDEOCOPIES_NODE_TOKEN": token, "VIDEOCOPIES_WORK_DIR": str(work_dir)}
+    )
     if store_dir is not None:
         environment["VIDEOCOPIES_STORE_DIR"] = str(store_dir)
     environment.update(env)
-    return subprocess.Popen([sys.executable, "-m", "videocopies.cli", "edge"], env=environment,
-                            stderr=subprocess.PIPE)
+    return subprocess.Popen([sys.executable, "-m", "videocopies.cli", role], env=environment, stderr=subprocess.PIPE)
 
 
 def control_process(
