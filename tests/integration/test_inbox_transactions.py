@@ -180,3 +180,25 @@ async def test_an_event_stored_while_its_user_is_in_a_turn_waits_for_it_and_is_n
     assert await bot.processor.turn() == 1
     (balance,) = await bot.said()
     assert balance.text.startswith("Available:")
+
+
+async def test_a_user_stored_by_an_event_that_was_undone_is_stored_again(bot: Bot) -> None:
+    """The conversation's memory of stored users follows the commit: an event undone took the
+    user's row with it, and the next one must write it again (or the video is not kept)."""
+    conversation = bot.service.bot.conversation()
+    real = conversation.grant_coins
+
+    class Failing:
+        async def many(self, *args: Any) -> Any:
+            raise RuntimeError("the grant failed")
+
+    conversation.grant_coins = Failing()
+    await bot.store("text", text="/start")  # a newcomer: stored, then undone with the event
+    assert await bot.processor.turn() == 1
+    conversation.grant_coins = real
+    video = StoredVideo("f", 4_000_000, 10.0, 720, 1280, "video/mp4", "sources/9/1.mp4", "0" * 64)
+    await bot.store("video", video=video)
+    await bot.store("button", data="n:5")
+    assert await bot.processor.turn() == 2
+    (_, _, quote) = await bot.said()
+    assert "5 copies" in quote.text, quote.text

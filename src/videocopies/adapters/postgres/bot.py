@@ -99,14 +99,16 @@ class PostgresInbox:
 
 
 class PostgresInboxTurn:
-    """The claim is the turn's first read; what it marks done, the replies it queues and the
-    users it lets go are sent with its COMMIT, in the unit of work's one round trip."""
+    """The claim is the turn's first read; what it marks done and the users it lets go are sent
+    with its COMMIT, in the unit of work's one round trip, and the replies of each event with
+    the next statement (the next event's savepoint, or the COMMIT)."""
 
     def __init__(self, uow: PostgresUnitOfWork, fetch_timeout: timedelta) -> None:
         self.uow = uow
         self._fetch_timeout = fetch_timeout
         self._users: list[UserId] = []
         self._handled: list[tuple[InboxEvent, Sequence[OutboxMessage], str]] = []
+        self._replies: list[OutboxMessage] = []  # not yet sent
 
     async def claim(
         self, now: datetime, limit: int, others: int, users: Sequence[UserId] | None = None
@@ -123,21 +125,28 @@ class PostgresInboxTurn:
         ]
 
     async def savepoint(self) -> None:
-        await self.uow.savepoint()
+        await self.uow.savepoint(self._queued())
 
     async def undo(self) -> None:
         await self.uow.undo()
 
     def done(self, handled: Sequence[tuple[InboxEvent, Sequence[OutboxMessage], str]]) -> None:
         self._handled += handled
+        self._replies += [reply for _, queued, _ in handled for reply in queued]
+
+    def _queued(self) -> list[tuple[str, Any]]:
+        """The replies of the events handled since the last look, as one statement: queued before
+        the next event's use cases write theirs, so a user's messages keep the order of events."""
+        replies, self._replies = self._replies, []
+        if not replies:
+            return []
+        return [("queue_replies", [Jsonb([
+            {"user_id": r.user_id, "kind": r.kind, "payload": r.payload, "dedup_key": r.dedup_key} for r in replies
+        ])])]
 
     async def commit(self) -> None:
-        handled, replies = self._handled, [reply for _, queued, _ in self._handled for reply in queued]
-        if replies:
-            self.uow.at_commit.append(("queue_replies", [Jsonb([
-                {"user_id": r.user_id, "kind": r.kind, "payload": r.payload, "dedup_key": r.dedup_key}
-                for r in replies
-            ])]))
+        handled = self._handled
+        self.uow.at_commit += self._queued()
         if handled:
             self.uow.at_commit.append(("mark_inbox_done", {
                 "users": sorted({e.user.user_id for e, _, _ in handled}),

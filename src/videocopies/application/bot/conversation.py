@@ -9,6 +9,7 @@ replies carry a dedup key made from the event (replies.py), so handling an event
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ from videocopies.application.ports import (
     InboxEvent,
     OutboxMessage,
 )
+from videocopies.application.use_cases.joined import after_commit
 from videocopies.domain.coins import LotKind
 from videocopies.domain.payments import DEFAULT_PACKAGES, PackageCatalog
 from videocopies.domain.pricing import PricingPolicy, QuoteKeys
@@ -56,13 +58,14 @@ class Conversation(OrderTalk, AccountTalk):
     reward_referral: uc.RewardReferral | None = None
     packages: PackageCatalog = DEFAULT_PACKAGES
     # Users this process stored as they are now: most events need no write to remember them.
+    # Known once the write is committed (an event undone takes the user's row with it).
     _known: dict[UserId, BotUser] = attrs.field(factory=dict, init=False)
 
     async def handle(self, event: InboxEvent) -> list[OutboxMessage]:
         first_contact = False
         if self._known.get(event.user.user_id) != event.user:
             first_contact = await self.users.remember(event.user, self.clock.now())
-            self._knows(event.user)
+            after_commit(functools.partial(self._knows, event.user))
         replies = Replies(event)
         if event.kind == "video" and event.video is not None:
             await self._video(event.user, event.video, replies)
@@ -101,7 +104,7 @@ class Conversation(OrderTalk, AccountTalk):
         if changed:
             await self.users.remember_many(list(changed.values()), now)
         for user in changed.values():
-            self._knows(user)
+            after_commit(functools.partial(self._knows, user))
         # Each user's first /start here asks for the start bonus; the grant, idempotent by its
         # lot id, decides who gets it (see _text).
         first_starts: dict[UserId, InboxEvent] = {}

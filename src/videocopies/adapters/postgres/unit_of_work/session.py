@@ -266,10 +266,11 @@ class PostgresUnitOfWork:
         """Forget what a joined block loaded or changed without committing it."""
         self._forget()
 
-    async def savepoint(self) -> None:
-        """A point `undo` returns the transaction to (an inbox turn marks one per event)."""
+    async def savepoint(self, before: Sequence[tuple[str, write_set.Params]] = ()) -> None:
+        """A point `undo` returns the transaction to (an inbox turn marks one per event), sent
+        with the statements `before` it in one round trip."""
         await self._begin()
-        await self._send(self.conn.cursor(), sql("savepoint_event").encode())
+        await self._send(self.conn.cursor(), write_set.bound(self.conn, before) + sql("savepoint_event").encode())
 
     async def undo(self) -> None:
         """Back to the last `savepoint`: its writes undone, what was loaded since forgotten."""
