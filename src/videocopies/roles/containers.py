@@ -17,8 +17,14 @@ from videocopies.adapters.memory import (
 )
 from videocopies.adapters.memory.bot import InMemoryBotUsers, InMemoryInbox
 from videocopies.adapters.postgres.bot import PostgresBotUsers, PostgresInbox
+from videocopies.adapters.postgres.duties import PostgresDutyLeases
+from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.notifier import PostgresNotifier
+from videocopies.adapters.postgres.objects import PostgresObjectRows
+from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
+from videocopies.adapters.postgres.peek import PostgresQueuePeek
 from videocopies.adapters.postgres.pool import make_pool
+from videocopies.adapters.postgres.retention import PostgresTransientRows
 from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from videocopies.adapters.system import RandomIds, SystemClock
 from videocopies.adapters.telegram.payments import UnconfiguredPaymentProvider
@@ -85,6 +91,13 @@ class PostgresGateways(containers.DeclarativeContainer):
     payment_provider = providers.Singleton(UnconfiguredPaymentProvider)
     inbox = providers.Singleton(PostgresInbox, pool=pool, uow=uow.provider)
     bot_users = providers.Singleton(PostgresBotUsers, pool=pool)
+    # What a core process runs beside the use cases (runtime/core_process.py).
+    node_registry = providers.Singleton(PostgresNodeRegistry, pool)
+    queue_peek = providers.Singleton(PostgresQueuePeek, pool)
+    outbox_queue = providers.Singleton(PostgresOutboxQueue, pool)
+    object_rows = providers.Singleton(PostgresObjectRows, pool)
+    duty_leases = providers.Singleton(PostgresDutyLeases, pool)
+    transient_rows = providers.Singleton(PostgresTransientRows, pool)
 
 
 def _bot_settings(settings: Settings) -> BotSettings:

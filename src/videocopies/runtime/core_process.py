@@ -1,6 +1,7 @@
 """Everything one core process runs over its container (roles/containers.py's
-PostgresService): pools, LISTEN, node identities, parked claims, the inbox processors, the
-loops of `core_loops`, and the HTTP app over them, started and stopped in order."""
+PostgresService, whose gateways give the adapters): pools, LISTEN, node identities, parked
+claims, the inbox processors, the loops of `core_loops`, and the HTTP app over them, started and
+stopped in order."""
 
 from __future__ import annotations
 
@@ -20,14 +21,8 @@ from videocopies.adapters.http.control_api import ControlApiServices
 from videocopies.adapters.http.edge_api import EdgeApiServices, OutboxNews
 from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.postgres import migrate
-from videocopies.adapters.postgres.duties import PostgresDutyLeases
 from videocopies.adapters.postgres.figures import active_leases, read_figures
 from videocopies.adapters.postgres.nodes import CHANNEL as NODES_CHANNEL
-from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
-from videocopies.adapters.postgres.objects import PostgresObjectRows
-from videocopies.adapters.postgres.outbox import PostgresOutboxQueue
-from videocopies.adapters.postgres.peek import PostgresQueuePeek
-from videocopies.adapters.postgres.retention import PostgresTransientRows
 from videocopies.application import use_cases as uc
 from videocopies.application.bot.inbox import InboxProcessor
 from videocopies.application.claims import ClaimWaiters
@@ -61,22 +56,22 @@ class Core:
         gateways, cases, settings = container.gateways, container.use_cases, container.settings()
         self.pool, self.lease_pool, self.notifier = gateways.pool(), gateways.lease_pool(), gateways.notifier()
         self.clock = gateways.clock()
-        self.registry = PostgresNodeRegistry(self.pool)
+        self.registry = gateways.node_registry()
         self.authenticator = NodeAuthenticator(self.registry, self.clock)
         self.notifier.on(NODES_CHANNEL, self.authenticator.nodes_changed)
-        self.peek = PostgresQueuePeek(self.pool)
+        self.peek = gateways.queue_peek()
         self.waiters = ClaimWaiters(
             cases.claim_job(), self.notifier, safety_poll_s=float(gateways.config.safety_poll_s() or 10.0),
             concurrency=claim_concurrency, peek=self.peek.claimable,
         )
-        self.object_rows = PostgresObjectRows(self.pool)
+        self.object_rows = gateways.object_rows()
         listed = cast(ListedStore, store) if hasattr(store, "keys") else None  # S3 and directories list their keys
         self._objects_store = objects_store or listed
         self.metrics = CoreMetrics(
             lambda: read_figures(self.pool), objects=self.object_rows.figures,
             store_disk=getattr(self._objects_store, "disk_usage", None),
         )
-        self.outbox = PostgresOutboxQueue(self.pool)
+        self.outbox = gateways.outbox_queue()
         self.outbox_news = OutboxNews(self.outbox.anything)
         self.inbox_news = asyncio.Event()
         self.notifier.on(INBOX_CHANNEL, self.inbox_news.set)
@@ -89,7 +84,7 @@ class Core:
             languages=gateways.bot_users().languages, record_delivery=cases.record_delivery(),
             give_up_delivery=cases.give_up_delivery(), store=store, clock=self.clock, metrics=self.metrics,
             packages=settings.packages,
-            hold_duty=HoldDuty(PostgresDutyLeases(self.pool), self.clock, settings.duty_ttl),
+            hold_duty=HoldDuty(gateways.duty_leases(), self.clock, settings.duty_ttl),
             give_up_messages=give_up_messages,
             stop_serving=uc.StopServingUser(
                 gateways.bot_users(), self.outbox, cases.cancel_order(), give_up_messages, self.clock
@@ -126,7 +121,7 @@ class Core:
 
     def _loops_to_run(self) -> list[Any]:
         cases, settings, clock = self.container.use_cases, self.container.settings(), self.clock
-        duties = PostgresDutyLeases(self.pool)
+        duties = self.container.gateways.duty_leases()
         loops: list[Any] = [lambda stop: core_loops.sweep(
             cases.expire_leases(), cases.expire_coins(), stop, self._lease_sweep_s,
             settings.expiry_sweep_every.total_seconds(), self.peek.lapsed, self.metrics.lease_expiries.inc,
@@ -145,7 +140,8 @@ class Core:
                 cases.reconcile_payments(), stop, settings.reconcile_every.total_seconds(), self.outbox_news.queued
             ))
         if (prune_every := settings.prune_every) is not None:  # one core at a time, by duty
-            prune = PruneTables(PostgresTransientRows(self.pool), clock, settings.retention, settings.prune_batch)
+            rows = self.container.gateways.transient_rows()
+            prune = PruneTables(rows, clock, settings.retention, settings.prune_batch)
             hold_pruning = HoldDuty(duties, clock, settings.duty_ttl)
             loops.append(lambda stop: keep_pruning(
                 prune, hold_pruning, clock, core_loops.holder(), secrets.token_hex(16), prune_every, stop
