@@ -60,6 +60,8 @@ def apply_statement(conn: psycopg.AsyncConnection[Any], writes: Writes) -> bytes
 
 def bound(conn: psycopg.AsyncConnection[Any], statements: Sequence[tuple[str, Params]]) -> bytes:
     """Named statements with their parameters bound here, to travel in one simple query."""
+    if not statements:
+        return b""
     cursor = psycopg.AsyncClientCursor(conn)
     return b"".join(cursor.mogrify(sql(name), params).encode() + b";\n" for name, params in statements)
 
