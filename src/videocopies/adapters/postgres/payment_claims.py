@@ -5,12 +5,12 @@ a reversal's parameters are their fields, by name."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import attrs
 
 from videocopies.adapters.postgres.mappers import as_time
+from videocopies.application.ports import Clock
 from videocopies.domain.coins import Referral, ReferralOutcome
 from videocopies.domain.payments import PaymentClaim, ProviderTransaction, Reversal
 from videocopies.domain.shared import UserId
@@ -23,6 +23,7 @@ Writes = list[tuple[str, Any]]
 class _Uow(Protocol):
     pending: Writes
     late: Writes
+    clock: Clock
 
     async def fetchone(self, query: str, params: dict[str, Any]) -> dict[str, Any] | None: ...
     async def fetchall(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
@@ -67,7 +68,7 @@ class PostgresClaims:
         return int(row["position"]) if row else 0
 
     async def record(self, charges: Sequence[ProviderTransaction], cursor: int) -> None:
-        now = datetime.now(UTC)
+        now = self._uow.clock.now()
         rows = [
             {"external_id": tx.external_id, "user_id": tx.user_id, "paid_amount": tx.paid_amount,
              "currency": tx.currency, "invoice_payload": tx.payload, "read_at": now}

@@ -51,7 +51,7 @@ class PostgresUnitOfWork:
 
     def __init__(self, pool: AsyncConnectionPool, clock: Clock | None = None) -> None:
         self._pool = pool
-        self._clock = clock or SystemClock()  # asked at commit, for what the writes stamp
+        self.clock = clock or SystemClock()  # asked for what the writes stamp
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._depth = 0  # blocks joined to the open one
         self._joined_done: list[bool] = []  # per joined block: did it commit?
@@ -243,7 +243,7 @@ class PostgresUnitOfWork:
         for message in outbox_rows(self.recorded):
             await self.outbox.add(message)
         self.recorded.clear()
-        now = self._clock.now()
+        now = self.clock.now()
         # Aggregates first, then the records that reference them, then the plain inserts.
         return [
             *self.accounts.writes(now), *self.orders.writes(), *self.jobs.writes(now), *self.late, *self.pending,
