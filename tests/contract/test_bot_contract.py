@@ -258,3 +258,19 @@ async def test_a_file_that_never_comes_is_given_up_after_the_fetch_timeout(chat:
         pass
     (unavailable,) = await chat.received(BOB)
     assert not unavailable.buttons and "send it again" in unavailable.text.lower()
+
+
+async def test_a_user_held_for_a_payment_is_left_alone_until_named_or_the_hold_ends(chat: Chat) -> None:
+    now = chat.backend.clock.now()
+    await chat.inbox.add([InboxEvent(1, BOB, "text", text="/help")], now)
+    async with chat.inbox.turn() as turn:
+        assert len(await turn.claim(now, 5, 5)) == 1
+        turn.hold([BOB.user_id], now + timedelta(seconds=30))
+        await turn.commit()
+    async with chat.inbox.turn() as other:
+        assert await other.claim(now, 5, 5) == []  # held past the turn that holds it
+    async with chat.inbox.turn() as named:
+        assert [e.update_id for e in await named.claim(now, 1, 1, [BOB.user_id])] == [1]
+        await named.commit()  # taken back: held no more
+    async with chat.inbox.turn() as later:
+        assert [e.update_id for e in await later.claim(now, 5, 5)] == [1]

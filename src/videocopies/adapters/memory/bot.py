@@ -23,6 +23,7 @@ class InMemoryInbox:
         self.events: dict[int, InboxEvent] = {}  # by update id
         self.processed: dict[int, str] = {}  # update id -> outcome
         self._held: set[UserId] = set()  # claimed by an open turn
+        self.leases: dict[UserId, datetime] = {}  # held past a turn (see InboxTurn.hold)
         self._ids = 0
         self.fetch_timeout = timedelta(minutes=10)
 
@@ -66,9 +67,10 @@ class InMemoryInbox:
         counts = {True: 0, False: 0}  # users with only text waiting, the others
         for user_id, events in by_user.items():
             head, texts = events[0], all(e.kind == "text" for e in events)
-            if (user_id in self._held or (users is not None and user_id not in users)
+            leased = users is None and self.leases.get(user_id, now) > now
+            if (user_id in self._held or leased or (users is not None and user_id not in users)
                     or (head.waits_for_file and (head.received_at or now) > now - self.fetch_timeout)):
-                continue  # held by another turn, not asked for, or its file is not there yet
+                continue  # held by another turn or a lease, not asked for, or its file is not there yet
             if counts[texts] < (limit if texts else others):
                 counts[texts] += 1
                 claimed.append(user_id)
@@ -115,13 +117,18 @@ class InMemoryInboxTurn:
         self._inbox, self.uow = inbox, uow
         self.users: list[UserId] = []
         self._handled: list[tuple[InboxEvent, Sequence[OutboxMessage], str]] = []
+        self._leases: dict[UserId, datetime | None] = {}  # set (or freed: None) at commit
 
     async def claim(
         self, now: datetime, limit: int, others: int, users: Sequence[UserId] | None = None
     ) -> Sequence[InboxEvent]:
         claimed, events = self._inbox.claim(now, limit, others, users)
         self.users += claimed
+        self._leases.update((user_id, None) for user_id in claimed if users is not None)
         return events
+
+    def hold(self, users: Sequence[UserId], until: datetime) -> None:
+        self._leases.update((user_id, until) for user_id in users)
 
     async def savepoint(self) -> None:
         await self.uow.savepoint()
@@ -137,7 +144,12 @@ class InMemoryInboxTurn:
     async def commit(self) -> None:
         for event, _, outcome in self._handled:
             self._inbox.done(event, outcome)
-        self._handled = []
+        for user_id, until in self._leases.items():
+            if until is None:
+                self._inbox.leases.pop(user_id, None)
+            else:
+                self._inbox.leases[user_id] = until
+        self._handled, self._leases = [], {}
         await self.uow.commit()
 
 

@@ -109,6 +109,7 @@ class PostgresInboxTurn:
         self._users: list[UserId] = []
         self._handled: list[tuple[InboxEvent, Sequence[OutboxMessage], str]] = []
         self._replies: list[OutboxMessage] = []  # not yet sent
+        self._freed: list[UserId] = []  # taken back from a hold
 
     async def claim(
         self, now: datetime, limit: int, others: int, users: Sequence[UserId] | None = None
@@ -117,12 +118,18 @@ class PostgresInboxTurn:
                   "only": None if users is None else list(users)}
         claimed = [UserId(row["user_id"]) for row in await self.uow.fetchall("claim_inbox_users", params)]
         self._users += claimed
+        if users is not None:
+            self._freed += claimed
         if not claimed:
             return []
         rows = await self.uow.fetchall("pending_inbox_events", [sorted(claimed)])
         return [
             InboxEvent.from_payload(r["update_id"], r["kind"], r["payload"], r["id"], r["received_at"]) for r in rows
         ]
+
+    def hold(self, users: Sequence[UserId], until: datetime) -> None:
+        if users:
+            self.uow.at_commit.append(("hold_inbox_users", {"users": sorted(users), "until": until}))
 
     async def savepoint(self) -> None:
         await self.uow.savepoint(self._queued())
@@ -155,8 +162,10 @@ class PostgresInboxTurn:
             }))
         if self._users:
             self.uow.at_commit.append(("forget_idle_inbox_users", [sorted(self._users)]))
+        if self._freed:
+            self.uow.at_commit.append(("free_inbox_users", [sorted(self._freed)]))
         await self.uow.commit()
-        self._users, self._handled = [], []
+        self._users, self._handled, self._freed = [], [], []
 
 
 class PostgresBotUsers:

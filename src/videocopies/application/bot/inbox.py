@@ -14,10 +14,11 @@ A video arrives as an event whose file edge is still fetching: its user's queue 
 (later events wait behind it, in order), and the user is not claimed again until edge
 completes the event. A file that never comes is given up after `fetch_timeout_s`.
 
-A payment waits on the provider, which no transaction may do while it holds other rows: its
-user's queue stops there in a turn, and the user gets a turn of its own after the commit,
-in which the payment is handled first, outside the turn's transaction (its use case keeps
-its own), and the events behind it join as usual.
+A payment waits on the provider, which no transaction (nor its pooled connection) may do:
+its user's queue stops there, the turn commits with the user held for `lease_s` (a lease
+other turns respect), the payment is handled outside any transaction (its use case keeps its
+own), and a turn for that user alone marks it done and goes on with the events behind it.
+A processor that dies meanwhile leaves the payment to the next once the lease ends.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from videocopies.domain.shared import UserId
 
 log = logging.getLogger(__name__)
 News = list[Callable[[], None]]
+Handled = tuple[InboxEvent, Sequence[OutboxMessage], str]
 
 
 class InboxProcessor:
@@ -49,12 +51,13 @@ class InboxProcessor:
         users_per_turn: int = 200,
         others_per_turn: int = 8,
         fetch_timeout_s: float = 600.0,
+        lease_s: float = 30.0,
     ) -> None:
         self._inbox, self._conversation, self._clock = inbox, conversation, clock
         self._replies_queued, self._users_per_turn, self._others_per_turn = (
             replies_queued, users_per_turn, others_per_turn
         )
-        self._fetch_timeout = timedelta(seconds=fetch_timeout_s)
+        self._fetch_timeout, self._lease = timedelta(seconds=fetch_timeout_s), timedelta(seconds=lease_s)
         self.handled = 0
 
     async def turn(self) -> int:
@@ -63,7 +66,7 @@ class InboxProcessor:
         statements, up to `others_per_turn` others one event at a time. 0 when no user was
         waiting. More users are handled side by side by turns of other workers."""
         news: News = []
-        paying: list[UserId] = []
+        paying: list[InboxEvent] = []
         async with self._inbox.turn() as turn:
             events = await turn.claim(self._clock.now(), self._users_per_turn, self._others_per_turn)
             by_user: dict[UserId, list[InboxEvent]] = {}
@@ -72,10 +75,11 @@ class InboxProcessor:
             handled = await self._bulk(turn, by_user, news)
             for user_events in by_user.values():
                 handled += await self._handle(turn, user_events, news, paying)
+            turn.hold([e.user.user_id for e in paying], self._clock.now() + self._lease)
             await turn.commit()
         self._after(handled, news)
-        for user_id in paying:
-            handled += await self._paying(user_id)
+        for payment in paying:
+            handled += await self._paying(payment)
         self.handled += handled
         return handled
 
@@ -101,54 +105,59 @@ class InboxProcessor:
         return len(events)
 
     async def _handle(
-        self, turn: InboxTurn, events: Sequence[InboxEvent], news: News, paying: list[UserId], detached: int = 0
+        self, turn: InboxTurn, events: Sequence[InboxEvent], news: News, paying: list[InboxEvent]
     ) -> int:
-        """One user's events in order, until one waits for its file or a payment (not the first
-        `detached` ones: those are handled outside the transaction)."""
+        """One user's events in order, until one waits for its file or is a payment (which is
+        handled after the commit, outside the transaction)."""
         handled = 0
-        for n, event in enumerate(events):
+        for event in events:
             if event.waits_for_file:
                 assert event.video is not None
                 waited = self._clock.now() - (event.received_at or self._clock.now())
                 if waited < self._fetch_timeout:
                     return handled  # this user's later events wait for the file, in order
                 event = attrs.evolve(event, video=event.video.given_up())
-            if self._conversation.detached(event) and n >= detached:
-                paying.append(event.user.user_id)
-                return handled  # handled in a turn of its own, after this one commits
+            if self._conversation.detached(event):
+                paying.append(event)
+                return handled
             handled += 1
-            await self._one(turn, event, news, join=n >= detached)
+            await turn.savepoint()
+            turn.done([await self._one(event, turn, news)])
         return handled
 
-    async def _one(self, turn: InboxTurn, event: InboxEvent, news: News, join: bool = True) -> None:
-        await turn.savepoint()
+    async def _one(self, event: InboxEvent, turn: InboxTurn | None, news: News) -> Handled:
+        """The event handled, joined to the `turn` when one is given: its replies and outcome. A
+        failure is undone (back to the event's savepoint) and answered with an error screen."""
         try:
-            if join:
+            if turn is None:
+                replies = await self._conversation.handle(event)
+            else:
                 with joining(turn.uow) as after:
                     replies = await self._conversation.handle(event)
                 news += after
-            else:
-                replies = await self._conversation.handle(event)
-            outcome = "ok"
+            return event, replies, "ok"
         except Exception as error:  # noqa: BLE001 - one bad event must not stop its user's queue
             log.exception("inbox event %s failed", event.update_id)
-            await turn.undo()
-            replies = [OutboxMessage(event.user.user_id, "screen", {"screen": "unknown"},
-                                     f"in:{event.update_id}:error")]
-            outcome = f"error: {type(error).__name__}: {error}"[:500]
-        turn.done([(event, replies, outcome)])
+            if turn is not None:
+                await turn.undo()
+            error_reply = OutboxMessage(event.user.user_id, "screen", {"screen": "unknown"},
+                                        f"in:{event.update_id}:error")
+            return event, [error_reply], f"error: {type(error).__name__}: {error}"[:500]
 
-    async def _paying(self, user_id: UserId) -> int:
-        """A user whose next event is a payment: a turn of their own, the payment first."""
+    async def _paying(self, payment: InboxEvent) -> int:
+        """A payment, handled while its user is held by the lease the turn left, then marked
+        done by a turn for that user alone, which goes on with the events behind it."""
         news: News = []
+        handled = await self._one(payment, None, news)
         async with self._inbox.turn() as turn:
-            events = await turn.claim(self._clock.now(), 0, 1, [user_id])
-            head = events[:1]
-            detached = 1 if head and self._conversation.detached(head[0]) else 0
-            handled = await self._handle(turn, events, news, [], detached)
+            events = await turn.claim(self._clock.now(), 1, 1, [payment.user.user_id])
+            if not events or events[0].update_id != payment.update_id:
+                return 0  # the lease ran out and another turn had it: it is said once (by its keys)
+            turn.done([handled])
+            count = 1 + await self._handle(turn, events[1:], news, [])
             await turn.commit()
-        self._after(handled, news)
-        return handled
+        self._after(count, news)
+        return count
 
     def _after(self, handled: int, news: News) -> None:
         """What the committed turn did is told: the use cases' news, and edge's replies."""

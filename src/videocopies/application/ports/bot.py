@@ -157,8 +157,13 @@ class InboxTurn(Protocol):
         self, now: datetime, limit: int, others: int, users: Sequence[UserId] | None = None
     ) -> Sequence[InboxEvent]:
         """Up to `limit` waiting users whose events are all text and up to `others` other users
-        (only `users`, when given) that nobody else holds, not a user whose next event waits for
-        its file (unless it has waited past the fetch timeout): their pending events, oldest first."""
+        that no other turn holds, not a user whose next event waits for its file (unless it has
+        waited past the fetch timeout): their pending events, oldest first. Given `users`, only
+        those, held by `hold` or not."""
+        ...
+    def hold(self, users: Sequence[UserId], until: datetime) -> None:
+        """Keep these users from other turns until then, after this one commits (their payment is
+        handled outside any transaction); a turn that claims them by name takes them back."""
         ...
     async def savepoint(self) -> None:
         """A point `undo` returns to: one per event, so a failing event is undone alone."""

@@ -28,19 +28,20 @@ SELECT count(*) FROM added;
 -- together in a few statements) up to `limit`, and the others (buttons, videos, payments, each a
 -- use case) up to `others`, oldest first, `only` these users when given. A user whose next event is
 -- a video edge is still fetching waits for it (edge completes the event, which frees the user),
--- unless it has waited past the fetch timeout: then it is handled as a file that never came. A lease
--- (claimed_until) is a processor of the previous version's. The events are read by the next
+-- unless it has waited past the fetch timeout: then it is handled as a file that never came. A user
+-- held by a lease (claimed_until: a payment handled outside any transaction, see hold_inbox_users)
+-- is skipped, except by the turn that names it. The events are read by the next
 -- statement, whose snapshot comes after the locks: a turn that just ended is seen as done.
 WITH texts AS (
     SELECT u.user_id FROM inbox_users u
-     WHERE (u.claimed_until IS NULL OR u.claimed_until <= %(now)s)
+     WHERE (u.claimed_until IS NULL OR u.claimed_until <= %(now)s OR %(only)s::bigint[] IS NOT NULL)
        AND (%(only)s::bigint[] IS NULL OR u.user_id = ANY(%(only)s::bigint[]))
        AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.user_id = u.user_id AND i.processed_at IS NULL
                           AND i.kind <> 'text')
      ORDER BY u.since LIMIT %(limit)s FOR UPDATE OF u SKIP LOCKED
 ), others AS (
     SELECT u.user_id FROM inbox_users u
-     WHERE (u.claimed_until IS NULL OR u.claimed_until <= %(now)s)
+     WHERE (u.claimed_until IS NULL OR u.claimed_until <= %(now)s OR %(only)s::bigint[] IS NOT NULL)
        AND (%(only)s::bigint[] IS NULL OR u.user_id = ANY(%(only)s::bigint[]))
        AND EXISTS (SELECT 1 FROM inbox i WHERE i.user_id = u.user_id AND i.processed_at IS NULL
                       AND i.kind <> 'text')
@@ -130,6 +131,15 @@ RETURNING user_id, (xmax = 0) AS inserted;
 -- a user is never forgotten with an event still waiting.
 DELETE FROM inbox_users u WHERE u.user_id = ANY(%s)
    AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.user_id = u.user_id AND i.processed_at IS NULL);
+
+-- hold_inbox_users --
+-- Users whose next event is a payment, kept from other turns until then: the payment waits on the
+-- provider, which it does outside any transaction; the turn that names them (claim_inbox_users'
+-- `only`) takes them back and frees them (free_inbox_users).
+UPDATE inbox_users SET claimed_until = %(until)s WHERE user_id = ANY(%(users)s::bigint[]);
+
+-- free_inbox_users --
+UPDATE inbox_users SET claimed_until = NULL WHERE user_id = ANY(%s::bigint[]) AND claimed_until IS NOT NULL;
 
 -- inbox_backlog --
 -- Users waiting to be handled (for metrics).
