@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Self
 from urllib.parse import quote
 
-SERVICE_USER = "postgres"
+SERVICE_USER = "postgres"  # the servers' superuser role, and under root the system user they run as by default
 _PORT_ATTEMPTS = 3  # free_port() cannot reserve a port: another process may take it first
 
 
@@ -74,14 +74,34 @@ def make_dir(path: Path, owned: bool) -> None:
     path.mkdir(mode=0o700, parents=not owned, exist_ok=not owned)
 
 
+def service_account() -> pwd.struct_passwd:
+    """The system user the servers run as when we are root (initdb and postgres refuse root):
+    VIDEOCOPIES_PG_USER, else `postgres`, which Debian's PostgreSQL and PgBouncer packages make.
+    A machine with neither gets it here, as a system user with no home and no login."""
+    name = os.environ.get("VIDEOCOPIES_PG_USER") or SERVICE_USER
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd") or "/usr/sbin/useradd"  # root's PATH may lack sbin
+    argv = [useradd, "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+            "--shell", "/usr/sbin/nologin", "--comment", "videocopies' local servers", name]
+    try:
+        made = subprocess.run(argv, capture_output=True, text=True)
+    except OSError as e:
+        raise LocalServerError(f"running as root needs the system user {name!r}, and useradd failed: {e}") from e
+    try:
+        return pwd.getpwnam(name)  # made now, or by another process meanwhile
+    except KeyError:
+        said = (made.stdout + made.stderr).strip()
+        raise LocalServerError(f"running as root needs the system user {name!r}; useradd failed: {said}") from None
+
+
 def hand_to_service_user(*paths: Path) -> None:
     """As root the servers run as the service user, so everything they write must be theirs."""
     if not running_as_root():
         return
-    try:
-        user = pwd.getpwnam(SERVICE_USER)
-    except KeyError:
-        raise LocalServerError(f"running as root needs the system user {SERVICE_USER!r} to run the servers") from None
+    user = service_account()
     for path in paths:
         os.chown(path, user.pw_uid, user.pw_gid)
 

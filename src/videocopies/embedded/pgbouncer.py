@@ -21,6 +21,7 @@ from videocopies.embedded.local import (
     process_alive,
     run,
     running_as_root,
+    service_account,
 )
 
 
@@ -97,7 +98,7 @@ class LocalPgBouncer(LocalServer):
     def _launch(self, log_start: int) -> None:
         self._write_config()
         # As root pgbouncer switches to the service user itself, and dies silently if it cannot write its files.
-        user = ["-u", SERVICE_USER] if running_as_root() else []
+        user = ["-u", service_account().pw_name] if running_as_root() else []
         run([self._binary, "-d", *user, self.ini_path], "pgbouncer", self.base_dir, self.log_path, log_start)
         self._wait_ready(self._timeout, log_start)
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -23,7 +21,9 @@ from videocopies.embedded.local import (
     process_alive,
     run,
     running_as_root,
+    service_account,
 )
+from videocopies.embedded.pg_programs import pg_bindir
 
 # The helpers every local server shares are in `local`; importers have long found them here.
 __all__ = [
@@ -32,33 +32,14 @@ __all__ = [
 ]
 
 
-def pg_bindir() -> Path:
-    """PostgreSQL's programs: VIDEOCOPIES_PG_BINDIR, else `pg_config --bindir`."""
-    override = os.environ.get("VIDEOCOPIES_PG_BINDIR")
-    if override:
-        if not (Path(override) / "pg_ctl").exists():
-            raise LocalServerError(f"VIDEOCOPIES_PG_BINDIR={override} has no pg_ctl")
-        return Path(override)
-    pg_config = shutil.which("pg_config")
-    if pg_config is None:
-        raise LocalServerError(
-            "PostgreSQL not found: neither VIDEOCOPIES_PG_BINDIR is set nor pg_config is on PATH "
-            "(install PostgreSQL, e.g. apt-get install postgresql, or point VIDEOCOPIES_PG_BINDIR at its bin dir)"
-        )
-    bindir = Path(subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=True).stdout.strip())
-    if not (bindir / "initdb").exists():
-        raise LocalServerError(f"{pg_config} --bindir says {bindir}, which has no initdb: install the server package")
-    return bindir
-
-
 def as_service_user(argv: Sequence[str | Path]) -> list[str | Path]:
     """initdb and postgres refuse to run as root, so root drops to the service user."""
     if not running_as_root():
         return list(argv)
     runuser = shutil.which("runuser")
     if runuser is None:
-        raise LocalServerError("running as root needs runuser (util-linux) to start PostgreSQL as the postgres user")
-    return [runuser, "-u", SERVICE_USER, "--", *argv]
+        raise LocalServerError("running as root needs runuser (util-linux) to start PostgreSQL as the service user")
+    return [runuser, "-u", service_account().pw_name, "--", *argv]
 
 
 class LocalPostgres(LocalServer):
@@ -157,7 +138,14 @@ class LocalPostgres(LocalServer):
         run(as_service_user(argv), f"pg_ctl {action} on port {self.port}", self.base_dir, self.log_path, log_start)
 
     def _find_programs(self) -> None:
-        self._bindir = pg_bindir()
+        self._bindir = pg_bindir(self._made_by())
+
+    def _made_by(self) -> str | None:
+        """The major version that made the data directory, the only one that can open it."""
+        try:
+            return (self.data_dir / "PG_VERSION").read_text().strip()
+        except FileNotFoundError:
+            return None
 
     def _prepare(self) -> None:
         assert self._bindir is not None
@@ -181,7 +169,7 @@ class LocalPostgres(LocalServer):
         """Fast mode, immediate if that fails."""
         if self.pid is None:
             return
-        bindir = pg_bindir()
+        bindir = self._bindir or pg_bindir(self._made_by())
         try:
             self._pg_ctl(bindir, "stop", "-m", "fast")
         except LocalServerError:

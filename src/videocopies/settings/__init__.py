@@ -9,8 +9,9 @@ Read elsewhere, on purpose:
 - FFMPEG_BINARY, by `adapters/ffmpeg/binary.py` when an FFmpeg command is built: a locator of an
   installed tool, honoured by every FFmpeg call alike (test clips and the simulator's included),
   not a setting of a role.
-- VIDEOCOPIES_PG_BINDIR, VIDEOCOPIES_PGBOUNCER, VIDEOCOPIES_WEED, by `embedded/`: where the
-  installed servers are that all-in-one, tests and benchmarks start.
+- VIDEOCOPIES_PG_BINDIR, VIDEOCOPIES_PG_SYSTEM, VIDEOCOPIES_PGBOUNCER, VIDEOCOPIES_WEED, by
+  `embedded/`: where the installed servers are that all-in-one, tests and benchmarks start; and
+  VIDEOCOPIES_PG_USER, the system user they run as under root.
 - The whole environment is copied, not read, where a process starts another: `runtime/launch.py`
   (a role's child, with the variables that role needs set), `adapters/postgres/backup.py`
   (pg_dump and pg_restore, with the password moved to a passfile), `demo/bot_story.py`.
