@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # `make test PYTEST_PARALLEL=` runs it in one process.
 PYTEST_PARALLEL ?= -n 2 --dist worksteal
 
-.PHONY: setup demo test lint clean
+.PHONY: setup demo test lint clean i18n-extract i18n-compile
 
 setup: .venv/.synced
 
@@ -32,6 +32,18 @@ lint: setup
 	$(UV) run --frozen ruff check src tests bench
 	$(UV) run --frozen mypy
 	$(UV) run --frozen lint-imports
+
+# The bot's message catalogs: extract the messages into the template and merge it into every
+# language's .po; compile the .po files into the .mo files the package ships (both committed).
+LOCALE := src/videocopies/locale
+i18n-extract: setup
+	$(UV) run --frozen pybabel extract -F babel.cfg -k Nn_:1,2 --no-location --width 120 --project videocopies \
+		-o $(LOCALE)/videocopies.pot .
+	$(UV) run --frozen pybabel update -D videocopies -i $(LOCALE)/videocopies.pot -d $(LOCALE) \
+		--width 120 --no-fuzzy-matching --ignore-obsolete
+
+i18n-compile: setup
+	$(UV) run --frozen pybabel compile -D videocopies -d $(LOCALE) --statistics
 
 clean:
 	rm -rf .venv .tools .pytest_cache .hypothesis

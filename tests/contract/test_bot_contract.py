@@ -57,7 +57,7 @@ async def test_an_order_through_the_conversation(chat: Chat) -> None:
     (choose,) = await chat.send(ANNA, "video", video=video)
     (quote,) = await chat.send(ANNA, "button", data=choose.buttons[0][1].data)  # 5 copies
     (confirmed,) = await chat.send(ANNA, "button", data=quote.buttons[0][0].data)
-    assert "зарезервировано 20 монет" in confirmed.text
+    assert "в резерве 20 монет" in confirmed.text
     cases: Any = chat.backend.cases
     (job,) = await cases.claim_job()(uc.ClaimJobCommand(WorkerId("w")))
     artifact = CopyArtifact(f"copies/{job.order_id}/0.mp4", 10, "a" * 64, 10.0, 720, 1280)

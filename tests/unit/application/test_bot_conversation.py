@@ -75,11 +75,11 @@ async def test_the_whole_order_in_russian(chat: Chat) -> None:
     assert choose.text == "Сколько копий сделать?"
     assert [b.data for b in choose.buttons[0]] == ["n:1", "n:5", "n:10"]
     (quote,) = await chat.send(ANNA, "button", data="n:5")
-    assert "5 копий по 4 монет: всего 20 монет" in quote.text
+    assert "5 копий по 4 монеты: всего 20 монет" in quote.text
     confirm = quote.buttons[0][0]
     assert len(confirm.data.encode()) <= 64
     (confirmed,) = await chat.send(ANNA, "button", data=confirm.data)
-    assert "зарезервировано 20 монет" in confirmed.text
+    assert "в резерве 20 монет" in confirmed.text
     cancel = confirmed.buttons[0][0]
 
     # A worker makes the first copy: it is sent at once, with its place in the order.

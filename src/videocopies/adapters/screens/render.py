@@ -1,0 +1,131 @@
+"""One outbox row as a screen: an outbox row holds what happened (a quote, a copy ready, an order
+closed); the words are chosen when the row is sent, in the user's language. Buttons carry compact
+callback data (Telegram allows 1-64 bytes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from .catalogs import text
+from .messages import MESSAGES
+
+
+@attrs.frozen
+class Button:
+    text: str
+    data: str
+
+    def __attrs_post_init__(self) -> None:
+        if not 1 <= len(self.data.encode()) <= 64:
+            raise ValueError(f"callback data must be 1-64 bytes: {self.data!r}")
+
+
+@attrs.frozen
+class Invoice:
+    """A Telegram Stars invoice: one price, in XTR; `payload` names the offer."""
+
+    title: str
+    description: str
+    payload: str
+    label: str
+    stars: int
+
+
+@attrs.frozen
+class Screen:
+    text: str
+    buttons: tuple[tuple[Button, ...], ...] = ()
+    video_key: str | None = None  # send this stored object as a video, with `text` as caption
+    invoice: Invoice | None = None  # send an invoice instead of a message
+
+
+def _date(value: str | datetime | None) -> str:
+    if value is None:
+        return ""
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
+    """One outbox row as the user sees it."""
+    def t(name: str, /, **values: Any) -> str:
+        return text(language, name, **values)
+
+    if kind == "copy_ready":
+        caption = t("copy_ready", n=payload["index"] + 1, copies=payload["copies"])
+        return Screen(caption, video_key=payload["object_key"])
+    if kind == "invoice":
+        coins, stars = payload["coins"], payload["stars"]
+        invoice = Invoice(t("invoice_title", coins=coins), t("invoice_description", coins=coins), payload["offer"],
+                          t("invoice_title", coins=coins), stars)
+        return Screen(invoice.description, invoice=invoice)
+    if kind == "copy_failed":
+        first = str(payload.get("reason") or "matches_source").split(",")[0]
+        if first == "too_large":  # rendered once, over the upload limit: no "tries" to speak of
+            return Screen(t("copy_too_large", n=payload["index"] + 1, copies=payload["copies"]))
+        why = t(f"why_{first}") if f"why_{first}" in MESSAGES else first
+        return Screen(t("copy_failed", n=payload["index"] + 1, copies=payload["copies"], why=why,
+                        tries=payload.get("tries", 3), returned=payload.get("returned", 0)))
+    if kind == "order_closed":
+        state = payload["state"]
+        pending = payload.get("pending", 0)
+        if state == "done":
+            made = payload.get("made", payload["copies"])
+            if made < payload["copies"]:
+                return Screen(t("order_done_partly", made=made, copies=payload["copies"],
+                                total=payload["charged"] + pending))
+            return Screen(t("order_done", copies=payload["copies"], total=payload["charged"] + pending))
+        if state == "cancelled":
+            return Screen(t("order_cancelled", charged=payload["charged"], released=payload["released"]))
+        return Screen(t("order_failed", reason=payload.get("reason") or "?", charged=payload["charged"],
+                        pending=t("pending", amount=pending) if pending else "", released=payload["released"]))
+    screen = payload["screen"]
+    if screen == "welcome":
+        bonus = t("bonus", amount=payload["bonus"]) if payload.get("bonus") else ""
+        if payload.get("referral"):
+            bonus += t("referral", amount=payload["referral"])
+        name = f", {payload['name']}" if payload.get("name") else ""
+        return Screen(t("welcome", name=name, available=payload["available"], bonus=bonus))
+    if screen == "packages":
+        rows = tuple(
+            (Button(t("package_button", coins=coins, stars=stars), f"b:{stars}"),)
+            for stars, coins in payload["packages"]
+        )
+        return Screen(t("packages"), rows)
+    if screen == "coins_granted":
+        reason = f" ({payload['reason']})" if payload.get("reason") else ""
+        return Screen(t("coins_granted", amount=payload["amount"], reason=reason))
+    if screen == "choose_copies":
+        row = tuple(Button(t("copies_button", n=n, price=price), f"n:{n}") for n, price in payload["prices"])
+        return Screen(t("choose_copies"), (row,))
+    if screen == "quote":
+        confirm = Button(t("confirm_button", total=payload["total"]), payload["confirm_data"])
+        return Screen(
+            t("quote", copies=payload["copies"], per_copy=payload["per_copy"], total=payload["total"],
+              expires=_date(payload["expires_at"])),
+            ((confirm,),),
+        )
+    if screen == "confirmed":
+        cancel = Button(t("cancel_button"), f"x:{payload['order_id']}")
+        return Screen(t("confirmed", copies=payload["copies"], total=payload["total"]), ((cancel,),))
+    if screen == "balance":
+        lines = [t("balance", available=payload["available"], reserved=payload["reserved"])]
+        for lot in payload["lots"]:
+            expiry = t("expires", date=_date(lot["expires_at"])) if lot["expires_at"] else t("no_expiry")
+            lines.append(t("balance_lot", amount=lot["amount"], expiry=expiry))
+        return Screen("\n".join(lines), ((Button(t("buy_button"), "buy"),),))
+    if screen == "history":
+        if not payload["orders"]:
+            return Screen(t("history_empty"))
+        lines = [t("history")] + [
+            t("history_line", date=_date(o["created_at"]), copies=o["copies"], state=t(f"state_{o['state']}"),
+              charged=o["charged"])
+            for o in payload["orders"]
+        ]
+        return Screen("\n".join(lines))
+    values = {key: value for key, value in payload.items() if key not in ("screen", "expires_at")}
+    return Screen(t(screen, **values))
