@@ -13,7 +13,10 @@ PYTEST_PARALLEL ?= -n 2 --dist worksteal
 
 setup: .venv/.synced
 
+# Debian and Ubuntu ship venv's pip apart (python3-venv): root installs it, as setup-system.sh the rest.
 .tools/bin/uv:
+	python3 -c 'import ensurepip' 2>/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; }
 	python3 -m venv .tools
 	.tools/bin/pip install --quiet uv
 
