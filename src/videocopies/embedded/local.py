@@ -5,6 +5,7 @@ share (started once, on another port if the chosen one was taken meanwhile, stop
 from __future__ import annotations
 
 import atexit
+import grp
 import os
 import pwd
 import secrets
@@ -84,7 +85,11 @@ def service_account() -> pwd.struct_passwd:
     except KeyError:
         pass
     useradd = shutil.which("useradd") or "/usr/sbin/useradd"  # root's PATH may lack sbin
-    argv = [useradd, "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+    try:
+        group = ["--gid", grp.getgrnam(name).gr_name]  # useradd will not make a group that exists
+    except KeyError:
+        group = ["--user-group"]
+    argv = [useradd, "--system", *group, "--no-create-home", "--home-dir", "/nonexistent",
             "--shell", "/usr/sbin/nologin", "--comment", "videocopies' local servers", name]
     try:
         made = subprocess.run(argv, capture_output=True, text=True)
