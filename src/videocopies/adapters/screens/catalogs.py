@@ -15,11 +15,14 @@ LOCALE_DIR = Path(__file__).resolve().parents[2] / "locale"
 LANGUAGES = ("en", "ru")
 
 
-@cache
 def catalog(language: str) -> gettext.NullTranslations:
     """The catalog of a language the bot speaks; any other language gets English."""
-    chosen = language if language in LANGUAGES else "en"
-    return gettext.translation(DOMAIN, localedir=LOCALE_DIR, languages=[chosen], fallback=False)
+    return _loaded(language if language in LANGUAGES else "en")
+
+
+@cache
+def _loaded(language: str) -> gettext.NullTranslations:
+    return gettext.translation(DOMAIN, localedir=LOCALE_DIR, languages=[language], fallback=False)
 
 
 def words(language: str, message: Message, values: dict[str, Any]) -> str:
