@@ -20,6 +20,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres.mappers import order_from_row
+from videocopies.adapters.postgres.outbox import queued
 from videocopies.adapters.postgres.queries import sql
 from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from videocopies.application.ports import BotUser, InboxEvent, OutboxMessage, StoredVideo
@@ -147,9 +148,7 @@ class PostgresInboxTurn:
         replies, self._replies = self._replies, []
         if not replies:
             return []
-        return [("queue_replies", [Jsonb([
-            {"user_id": r.user_id, "kind": r.kind, "payload": r.payload, "dedup_key": r.dedup_key} for r in replies
-        ])])]
+        return [("queue_outbox", queued(replies))]
 
     async def commit(self) -> None:
         handled = self._handled
@@ -210,6 +209,9 @@ class PostgresBotUsers:
     async def language(self, user_id: UserId) -> str:
         rows = await self._rows("user_language", [user_id])
         return str(rows[0]["language"]) if rows else "en"
+
+    async def choose_language(self, user_id: UserId, language: str) -> None:
+        await self._rows("choose_user_language", [language, user_id])
 
     async def languages(self, user_ids: Sequence[int]) -> dict[int, str]:
         async with self._pool.connection() as conn:

@@ -35,6 +35,13 @@ def _message(row: dict[str, Any]) -> QueuedMessage:
     )
 
 
+
+def queued(messages: Sequence[OutboxMessage]) -> list[Any]:
+    """The parameters of `queue_outbox`: the messages, in order, as one JSON document."""
+    return [Jsonb([
+        {"user_id": m.user_id, "kind": m.kind, "payload": m.payload, "dedup_key": m.dedup_key} for m in messages
+    ])]
+
 class PostgresOutboxQueue:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool
@@ -70,10 +77,7 @@ class PostgresOutboxQueue:
         if not messages:
             return
         async with self._pool.connection() as conn, conn.transaction():
-            await conn.execute(sql("queue_outbox"), [Jsonb([
-                {"user_id": m.user_id, "kind": m.kind, "payload": m.payload, "dedup_key": m.dedup_key}
-                for m in messages
-            ])])
+            await conn.execute(sql("queue_outbox"), queued(messages))
 
     async def _read(self, query: str, params: list[Any]) -> list[QueuedMessage]:
         return [_message(r) for r in await fetch_rows(self._pool, query, params)]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import datetime
 
 from videocopies.application.errors import NotFound
@@ -75,6 +76,21 @@ async def close_order_for_job(uow: UnitOfWork, job: Job, now: datetime) -> None:
     else:
         return
     await settle(uow, order, released, now)
+
+
+@asynccontextmanager
+async def lease_write(
+    uow_factory: UowFactory, worker_id: WorkerId | None, operation: str, now: datetime
+) -> AsyncIterator[UnitOfWork]:
+    """The transaction of a lease holder's write. Refused because the lease is lost (the
+    holder is a zombie), it is rolled back, counted in a transaction of its own, and the
+    refusal goes on to the holder."""
+    try:
+        async with uow_factory() as uow:
+            yield uow
+    except LeaseLost as lost:
+        await record_refusal(uow_factory, lost, worker_id, operation, now)
+        raise
 
 
 async def record_refusal(

@@ -10,8 +10,8 @@ from videocopies.application.ports import Clock, Notifier
 from videocopies.application.use_cases._common import (
     UowFactory,
     close_order_for_job,
+    lease_write,
     load_job,
-    record_refusal,
 )
 from videocopies.application.use_cases.complete_jobs import (
     CompleteJobCommand,
@@ -19,7 +19,7 @@ from videocopies.application.use_cases.complete_jobs import (
     Grouped,
     completion_result,
 )
-from videocopies.domain.jobs import JobState, LeaseLost
+from videocopies.domain.jobs import JobState
 from videocopies.domain.receipts import Receipt
 from videocopies.domain.shared import JobId, OwnerToken, WorkerId
 
@@ -48,20 +48,16 @@ class CompleteJob:
     async def alone(self, cmd: CompleteJobCommand) -> dict[str, Any]:
         """This completion in a transaction of its own."""
         now = self._clock.now()
-        try:
-            async with self._uow() as uow:
-                if (receipt := await uow.receipts.get(cmd.receipt_id)) is not None:
-                    return dict(receipt.replay(cmd.request()))
-                job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
-                job.complete(cmd.token, now)
-                await close_order_for_job(uow, job, now)
-                result = completion_result(job)
-                await uow.receipts.add(Receipt.record(cmd.receipt_id, cmd.request(), result))
-                await uow.commit()
-                return result
-        except LeaseLost as lost:
-            await record_refusal(self._uow, lost, cmd.worker_id, "complete", now)
-            raise
+        async with lease_write(self._uow, cmd.worker_id, "complete", now) as uow:
+            if (receipt := await uow.receipts.get(cmd.receipt_id)) is not None:
+                return dict(receipt.replay(cmd.request()))
+            job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
+            job.complete(cmd.token, now)
+            await close_order_for_job(uow, job, now)
+            result = completion_result(job)
+            await uow.receipts.add(Receipt.record(cmd.receipt_id, cmd.request(), result))
+            await uow.commit()
+            return result
 
 
 @attrs.frozen
@@ -89,19 +85,15 @@ class FailJob:
 
     async def __call__(self, cmd: FailJobCommand) -> dict[str, Any]:
         now = self._clock.now()
-        try:
-            async with self._uow() as uow:
-                if (receipt := await uow.receipts.get(cmd.receipt_id)) is not None:
-                    return dict(receipt.replay(cmd.request()))
-                job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
-                state = job.fail(cmd.token, now, cmd.reason, cmd.retryable)
-                await close_order_for_job(uow, job, now)
-                result = {"job_id": job.job_id, "state": state.value, "attempts": job.attempts}
-                await uow.receipts.add(Receipt.record(cmd.receipt_id, cmd.request(), result))
-                await uow.commit()
-        except LeaseLost as lost:
-            await record_refusal(self._uow, lost, cmd.worker_id, "fail", now)
-            raise
+        async with lease_write(self._uow, cmd.worker_id, "fail", now) as uow:
+            if (receipt := await uow.receipts.get(cmd.receipt_id)) is not None:
+                return dict(receipt.replay(cmd.request()))
+            job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
+            state = job.fail(cmd.token, now, cmd.reason, cmd.retryable)
+            await close_order_for_job(uow, job, now)
+            result = {"job_id": job.job_id, "state": state.value, "attempts": job.attempts}
+            await uow.receipts.add(Receipt.record(cmd.receipt_id, cmd.request(), result))
+            await uow.commit()
         if state is JobState.QUEUED:
             self._notifier.job_available()
         return result
@@ -116,16 +108,12 @@ class AcknowledgeCancel:
 
     async def __call__(self, job_id: JobId, token: OwnerToken, worker_id: WorkerId | None = None) -> None:
         now = self._clock.now()
-        try:
-            async with self._uow() as uow:
-                job = await load_job(uow, job_id, worker_id, token)
-                if not job.acknowledge_cancel(token, now):
-                    return  # the same owner's retry: already closed
-                await close_order_for_job(uow, job, now)
-                await uow.commit()
-        except LeaseLost as lost:
-            await record_refusal(self._uow, lost, worker_id, "acknowledge_cancel", now)
-            raise
+        async with lease_write(self._uow, worker_id, "acknowledge_cancel", now) as uow:
+            job = await load_job(uow, job_id, worker_id, token)
+            if not job.acknowledge_cancel(token, now):
+                return  # the same owner's retry: already closed
+            await close_order_for_job(uow, job, now)
+            await uow.commit()
 
 
 class ExpireLeases:

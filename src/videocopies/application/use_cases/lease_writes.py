@@ -9,13 +9,13 @@ import attrs
 from videocopies.application.ports import Clock
 from videocopies.application.use_cases._common import (
     UowFactory,
+    lease_write,
     load_account,
     load_job,
     load_order,
-    record_refusal,
 )
 from videocopies.application.use_cases.announcements import CopyGivenUp, CopyReadyToSend
-from videocopies.domain.jobs import CopyArtifact, LeaseLost
+from videocopies.domain.jobs import CopyArtifact
 from videocopies.domain.quality import MAX_RERENDERS, CopyQuality
 from videocopies.domain.shared import JobId, OrderId, OwnerToken, WorkerId
 
@@ -41,17 +41,13 @@ class RenewLease:
 
     async def __call__(self, cmd: RenewLeaseCommand) -> RenewResult:
         now = self._clock.now()
-        try:
-            async with self._uow() as uow:
-                job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
-                cancel = job.renew(cmd.token, now, self._ttl)
-                assert job.lease is not None
-                result = RenewResult(job.lease.lease_until, cancel)
-                await uow.commit(durable=False)
-                return result
-        except LeaseLost as lost:
-            await record_refusal(self._uow, lost, cmd.worker_id, "renew", now)
-            raise
+        async with lease_write(self._uow, cmd.worker_id, "renew", now) as uow:
+            job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
+            cancel = job.renew(cmd.token, now, self._ttl)
+            assert job.lease is not None
+            result = RenewResult(job.lease.lease_until, cancel)
+            await uow.commit(durable=False)
+            return result
 
 
 @attrs.frozen
@@ -72,21 +68,17 @@ class CheckpointCopy:
 
     async def __call__(self, cmd: CheckpointCopyCommand) -> bool:
         now = self._clock.now()
-        try:
-            async with self._uow() as uow:
-                job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
-                if not job.checkpoint(cmd.token, now, cmd.index, cmd.artifact):
-                    return False
-                order = await load_order(uow, job.order_id)
-                if order.copy_rendered(cmd.index, cmd.artifact.object_key):
-                    await uow.record(
-                        CopyReadyToSend(order.user_id, order.order_id, cmd.index, len(order.copies), cmd.artifact)
-                    )
-                await uow.commit()
-                return True
-        except LeaseLost as lost:
-            await record_refusal(self._uow, lost, cmd.worker_id, "checkpoint", now)
-            raise
+        async with lease_write(self._uow, cmd.worker_id, "checkpoint", now) as uow:
+            job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
+            if not job.checkpoint(cmd.token, now, cmd.index, cmd.artifact):
+                return False
+            order = await load_order(uow, job.order_id)
+            if order.copy_rendered(cmd.index, cmd.artifact.object_key):
+                await uow.record(
+                    CopyReadyToSend(order.user_id, order.order_id, cmd.index, len(order.copies), cmd.artifact)
+                )
+            await uow.commit()
+            return True
 
 
 @attrs.frozen
@@ -109,27 +101,23 @@ class GiveUpCopy:
 
     async def __call__(self, cmd: GiveUpCopyCommand) -> bool:
         now = self._clock.now()
-        try:
-            async with self._uow() as uow:
-                job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
-                if not job.checkpoint(cmd.token, now, cmd.index, CopyArtifact.given_up(cmd.reason, cmd.quality)):
-                    return False
-                order = await load_order(uow, job.order_id)
-                returned = 0
-                if price := order.copy_given_up(cmd.index):
-                    account = await load_account(uow, order.user_id)
-                    reservation = account.reservation(order.order_id)
-                    if reservation is not None and reservation.open:
-                        returned = account.release(order.order_id, now, min(price, reservation.held))
-                    tries = cmd.quality.attempt + 1 if cmd.quality else MAX_RERENDERS + 1
-                    await uow.record(CopyGivenUp(
-                        order.user_id, order.order_id, cmd.index, len(order.copies), cmd.reason, tries, returned
-                    ))
-                await uow.commit()
-                return True
-        except LeaseLost as lost:
-            await record_refusal(self._uow, lost, cmd.worker_id, "give_up_copy", now)
-            raise
+        async with lease_write(self._uow, cmd.worker_id, "give_up_copy", now) as uow:
+            job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
+            if not job.checkpoint(cmd.token, now, cmd.index, CopyArtifact.given_up(cmd.reason, cmd.quality)):
+                return False
+            order = await load_order(uow, job.order_id)
+            returned = 0
+            if price := order.copy_given_up(cmd.index):
+                account = await load_account(uow, order.user_id)
+                reservation = account.reservation(order.order_id)
+                if reservation is not None and reservation.open:
+                    returned = account.release(order.order_id, now, min(price, reservation.held))
+                tries = cmd.quality.attempt + 1 if cmd.quality else MAX_RERENDERS + 1
+                await uow.record(CopyGivenUp(
+                    order.user_id, order.order_id, cmd.index, len(order.copies), cmd.reason, tries, returned
+                ))
+            await uow.commit()
+            return True
 
 
 @attrs.frozen
