@@ -156,7 +156,7 @@ def test_an_unusual_video_becomes_a_correct_copy(bot: tuple[Any, httpx.Client], 
     made = asyncio.run(PyAvProber().probe(received, full_decode=True))
     assert (made.width, made.height, made.has_audio) == (shown.width, shown.height, shown.has_audio)
     assert abs(made.duration_s - shown.duration_s) < 0.5 * shown.duration_s
-    chat.next(contains="copies are ready")
+    chat.next(contains="Your copy is ready")  # one copy: "All 1 copies" no more
     assert settled(built.url, chat.id)[2] > 0
 
 
