@@ -64,10 +64,11 @@ def outbox_rows(c: int) -> dict[str, tuple[str, dict[str, Any]]]:
         "video_too_sharp": {"max_mpx": c, "fps_1080": c},
         "video_unchecked": {"max_s": c},
         "copy_too_large_sent": {"screen": "copy_too_large", "n": c, "copies": c},
+        "language": {"languages": ["en", "ru"]},
     }
     for name in ("offer_withdrawn", "payments_unavailable", "cancel_requested", "quote_expired",
                  "already_confirmed", "busy", "video_format", "video_unavailable", "unreadable",
-                 "send_video_first", "send_video_again", "button_invalid", "not_found", "unknown"):
+                 "send_video_first", "send_video_again", "button_invalid", "not_found", "unknown", "language_chosen"):
         screens[name] = {}
     for name, payload in screens.items():
         rows[name] = ("screen", {"screen": name, **payload})
@@ -117,8 +118,9 @@ def test_every_screen_renders_whole(language: str) -> None:
         assert not re.search(r"[{}]", words), (c, name, words)
 
 
-# Latin words a Russian screen may hold: names of brands and formats, commands, the invite link.
-BRANDS = {"Reels", "Shorts", "TikTok", "Telegram", "Stars", "MP4", "MOV", "WebM", "UTC"}
+# Latin words a Russian screen may hold: names of brands and formats, commands, the invite link,
+# and English by its own name on the button that chooses it.
+BRANDS = {"Reels", "Shorts", "TikTok", "Telegram", "Stars", "MP4", "MOV", "WebM", "UTC", "English"}
 
 
 def test_russian_screens_speak_russian() -> None:
@@ -128,9 +130,9 @@ def test_russian_screens_speak_russian() -> None:
         assert not latin, (c, name, latin, words)
 
 
-def test_english_screens_speak_english() -> None:
+def test_english_screens_speak_english() -> None:  # but the user's name and Russian by its own
     for c, name, words in rendered("en"):
-        assert not re.search(r"[А-Яа-яЁё]", words.replace("Анна", "")), (c, name, words)
+        assert not re.search(r"[А-Яа-яЁё]", words.replace("Анна", "").replace("Русский", "")), (c, name, words)
 
 
 def test_every_russian_noun_takes_the_form_its_number_asks_for() -> None:
@@ -189,3 +191,5 @@ def test_buttons_keep_their_callback_data() -> None:
             assert all(1 <= len(b.data.encode()) <= 64 for row in screen.buttons for b in row)
         choose = render("screen", {"screen": "choose_copies", "prices": [[1, 5], [5, 4]]}, language)
         assert [b.data for b in choose.buttons[0]] == ["n:1", "n:5"]
+        languages = render("screen", {"screen": "language", "languages": ["en", "ru"]}, language)
+        assert [(b.text, b.data) for b in languages.buttons[0]] == [("English", "l:en"), ("Русский", "l:ru")]

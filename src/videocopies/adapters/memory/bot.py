@@ -158,6 +158,7 @@ class InMemoryBotUsers:
         self._store = store
         self.users: dict[UserId, BotUser] = {}
         self.sources: dict[UserId, StoredVideo] = {}
+        self.chosen_languages: dict[UserId, str] = {}
 
     async def remember(self, user: BotUser, now: datetime) -> bool:
         first = user.user_id not in self.users
@@ -178,7 +179,11 @@ class InMemoryBotUsers:
 
     async def language(self, user_id: UserId) -> str:
         user = self.users.get(user_id)
-        return user.language if user else "en"
+        return self.chosen_languages.get(user_id) or (user.language if user else "en")
+
+    async def choose_language(self, user_id: UserId, language: str) -> None:
+        if user_id in self.users:
+            self.chosen_languages[user_id] = language
 
     async def open_orders(self, user_id: UserId) -> Sequence[OrderId]:
         return [

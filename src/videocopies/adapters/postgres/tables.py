@@ -366,7 +366,8 @@ bot_users = Table(
     "bot_users",
     metadata,
     Column("user_id", BigInteger, primary_key=True, autoincrement=False),
-    Column("language", Text, nullable=False),
+    Column("language", Text, nullable=False),  # what the user's Telegram says
+    Column("chosen_language", Text),  # what the user chose with /language, spoken when set
     Column("first_name", Text),
     Column("source", JSONB),  # the video waiting for a choice of copies
     _at("created_at"),

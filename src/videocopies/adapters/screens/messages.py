@@ -70,7 +70,8 @@ MESSAGES: dict[str, Message] = {
                  "t.me/<bot>?start=ref_{user_id} places a first order, you both get {amount:coins_each}."),
     "help": N_("Send a video (up to {max_mb} MB and {max_s:seconds}), choose how many copies, confirm the price. "
                "Each copy arrives as soon as it is ready; cancel at any time and pay only for what you got.\n"
-               "/balance — your coins\n/history — your orders\n/buy — buy coins\n/invite — invite friends"),
+               "/balance — your coins\n/history — your orders\n/buy — buy coins\n/invite — invite friends\n"
+               "/language — change the language"),
     "choose_copies": N_("How many copies of this video?"),
     "copies_button": N_("{n} × {price:coins}"),
     "quote": N_("{copies:copies} at {per_copy:coins_each}: {total:coins}.\nThe price holds until {expires}."),
@@ -133,5 +134,7 @@ MESSAGES: dict[str, Message] = {
     "state_cancelled": N_("cancelled"),
     "state_failed": N_("failed"),
     "not_found": N_("I could not find that order."),
+    "language": N_("Which language shall I speak?"),
+    "language_chosen": N_("From now on I speak English. /language changes it."),
     "unknown": N_("I did not understand. Send a video, or /help."),
 }

@@ -13,6 +13,8 @@ import attrs
 from .catalogs import text
 from .messages import MESSAGES
 
+LANGUAGE_NAMES = {"en": "English", "ru": "Русский"}
+
 
 @attrs.frozen
 class Button:
@@ -112,6 +114,9 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
     if screen == "confirmed":
         cancel = Button(t("cancel_button"), f"x:{payload['order_id']}")
         return Screen(t("confirmed", copies=payload["copies"], total=payload["total"]), ((cancel,),))
+    if screen == "language":  # each language by its own name
+        row = tuple(Button(LANGUAGE_NAMES[code], f"l:{code}") for code in payload["languages"])
+        return Screen(t("language"), (row,))
     if screen == "balance":
         lines = [t("balance", available=payload["available"], reserved=payload["reserved"])]
         for lot in payload["lots"]:

@@ -38,6 +38,8 @@ from videocopies.domain.shared import LotId, OrderId, UserId
 # Text commands a whole batch of users can share a few statements for: they only greet,
 # explain or show a balance (anything else, /history included, goes one event at a time).
 _HISTORY = "/history"
+_LANGUAGE = "/language"
+_SPOKEN = ("en", "ru")  # what language_of gives, and the buttons of /language offer
 _READS_BALANCE = ("/start", "/balance")
 __all__ = ["BotSettings", "Conversation", "account_view", "confirm_data", "confirm_mac"]
 
@@ -174,6 +176,8 @@ class Conversation(OrderTalk, AccountTalk):
                            max_s=int(self.settings.max_video_seconds))
         elif command == "/balance" and view is not None:
             replies.screen("balance", **view)
+        elif command == _LANGUAGE:
+            replies.screen("language", languages=list(_SPOKEN))
         else:
             replies.screen("unknown")
 
@@ -195,6 +199,9 @@ class Conversation(OrderTalk, AccountTalk):
             await self._cancel(user, OrderId(rest), replies)
         elif data == "buy":
             self._packages(replies)
+        elif kind == "l" and rest in _SPOKEN:
+            await self.users.choose_language(user.user_id, rest)
+            replies.screen("language_chosen")  # drawn when sent, in the language just chosen
         elif kind == "b" and rest.isdigit() and (package := self.packages.by_stars(int(rest))) is not None:
             replies.messages.append(OutboxMessage(
                 user.user_id, "invoice", {"stars": package.stars, "coins": package.coins, "offer": package.offer},
