@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from videocopies.roles.all_in_one import Keeper
+from videocopies.runtime.keeper import Keeper
 from videocopies.runtime.launch import RoleProcess
 
 
