@@ -193,8 +193,8 @@ class UnitOfWork(Protocol):
         `their_orders`: also each job's order; `their_accounts`: also each order's account."""
         ...
     async def record(self, event: DomainEvent) -> None:
-        """An event to announce: turned into its outbox row at commit, in this transaction, by
-        the handler registered for its type (application/use_cases/announcements.py)."""
+        """An event to announce: turned into its outbox row by the handler registered for its
+        type (application/use_cases/announcements.py), written with this transaction's commit."""
         ...
     async def commit(self, durable: bool = True) -> None:
         """`durable=False` answers before the commit is on disk, so a crash of the database may

@@ -1,11 +1,12 @@
-"""What the user is told when a job's work changes their order, in one place: use cases record
+"""What the user is told when their order or their coins change, in one place: use cases record
 these events on their unit of work (`uow.record`), and the unit of work turns each into its
-outbox row at commit, with the handler registered for its type below. The row is written in
-the transaction of the change it announces, and its dedup key makes it once per change."""
+outbox row with the handler registered for its type below. The row is written in the
+transaction of the change it announces, and its dedup key makes it once per change."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
 import attrs
@@ -13,7 +14,7 @@ import attrs
 from videocopies.application.ports import OutboxMessage
 from videocopies.domain.jobs import CopyArtifact
 from videocopies.domain.orders import CopyState, Order, OrderState
-from videocopies.domain.shared import DomainEvent, OrderId, UserId
+from videocopies.domain.shared import DomainEvent, LotId, OrderId, UserId
 
 
 @attrs.frozen
@@ -64,6 +65,73 @@ class OrderSettled(DomainEvent):
         )
 
 
+@attrs.frozen
+class CoinsGranted(DomainEvent):
+    """Coins given by hand (an operator, a campaign), with the reason they gave."""
+
+    user_id: UserId
+    lot_id: LotId
+    amount: int
+    reason: str | None
+    expires_at: datetime | None
+
+
+@attrs.frozen
+class CoinsExpired(DomainEvent):
+    """A lot's coins ran out of time."""
+
+    user_id: UserId
+    lot_id: LotId
+    amount: int
+
+
+@attrs.frozen
+class ReferralRewarded(DomainEvent):
+    """A first order with an invite: each side's bonus lot, told to the invitee or the inviter."""
+
+    user_id: UserId
+    lot_id: LotId
+    amount: int
+    invitee: bool
+
+
+@attrs.frozen
+class CoinsCredited(DomainEvent):
+    """A purchase is paid and its coins are in the user's account."""
+
+    user_id: UserId
+    external_id: str
+    coins: int
+    available: int
+
+
+@attrs.frozen
+class PaymentConfirming(DomainEvent):
+    """A payment arrived that the provider could not confirm yet: its coins follow."""
+
+    user_id: UserId
+    external_id: str
+    stars: int
+
+
+@attrs.frozen
+class PurchaseRefunded(DomainEvent):
+    user_id: UserId
+    external_id: str
+    coins: int
+    stars: int
+
+
+@attrs.frozen
+class PaymentReversed(DomainEvent):
+    """A payment the provider never confirmed: its coins were taken back."""
+
+    user_id: UserId
+    external_id: str
+    stars: int
+    coins: int
+
+
 def _copy_ready(e: CopyReadyToSend) -> OutboxMessage:
     payload = {"order_id": e.order_id, "index": e.index, "copies": e.copies, "object_key": e.artifact.object_key,
                "size": e.artifact.size, "sha256": e.artifact.sha256}
@@ -86,10 +154,52 @@ def _order_closed(e: OrderSettled) -> OutboxMessage:
     return OutboxMessage(e.user_id, "order_closed", payload, dedup_key=f"closed:{e.order_id}")
 
 
+def _screen(user_id: UserId, dedup_key: str, screen: str, **values: Any) -> OutboxMessage:
+    return OutboxMessage(user_id, "screen", {"screen": screen, **values}, dedup_key)
+
+
+def _granted(e: CoinsGranted) -> OutboxMessage:
+    expires = e.expires_at.isoformat() if e.expires_at else None
+    return _screen(e.user_id, f"grant:{e.lot_id}", "coins_granted", amount=e.amount, reason=e.reason,
+                   expires_at=expires)
+
+
+def _expired(e: CoinsExpired) -> OutboxMessage:
+    return _screen(e.user_id, f"expired:{e.lot_id}", "coins_expired", amount=e.amount)
+
+
+def _referral(e: ReferralRewarded) -> OutboxMessage:
+    screen = "referral_invitee_rewarded" if e.invitee else "referral_rewarded"
+    return _screen(e.user_id, str(e.lot_id), screen, amount=e.amount)
+
+
+def _credited(e: CoinsCredited) -> OutboxMessage:
+    return _screen(e.user_id, f"paid:{e.external_id}", "coins_credited", coins=e.coins, available=e.available)
+
+
+def _confirming(e: PaymentConfirming) -> OutboxMessage:
+    return _screen(e.user_id, f"confirming:{e.external_id}", "payment_confirming", stars=e.stars)
+
+
+def _refunded(e: PurchaseRefunded) -> OutboxMessage:
+    return _screen(e.user_id, f"refund:{e.external_id}", "refunded", coins=e.coins, stars=e.stars)
+
+
+def _reversed(e: PaymentReversed) -> OutboxMessage:
+    return _screen(e.user_id, f"reversed:{e.external_id}", "payment_reversed", stars=e.stars, coins=e.coins)
+
+
 _HANDLERS: dict[type[DomainEvent], Callable[[Any], OutboxMessage]] = {
     CopyReadyToSend: _copy_ready,
     CopyGivenUp: _copy_failed,
     OrderSettled: _order_closed,
+    CoinsGranted: _granted,
+    CoinsExpired: _expired,
+    ReferralRewarded: _referral,
+    CoinsCredited: _credited,
+    PaymentConfirming: _confirming,
+    PurchaseRefunded: _refunded,
+    PaymentReversed: _reversed,
 }
 
 

@@ -8,8 +8,9 @@ from datetime import datetime, timedelta
 import attrs
 
 from videocopies.application.errors import Conflict
-from videocopies.application.ports import Clock, GrantRecord, Ids, OutboxMessage
+from videocopies.application.ports import Clock, GrantRecord, Ids
 from videocopies.application.use_cases._common import UowFactory, load_account
+from videocopies.application.use_cases.announcements import CoinsExpired, CoinsGranted
 from videocopies.application.use_cases.joined import new_or_joined
 from videocopies.domain.coins import CoinAccount, LotKind
 from videocopies.domain.shared import LotId, UserId
@@ -54,11 +55,7 @@ class GrantCoins:
             if cmd.granted_by is not None:
                 record = GrantRecord(lot_id, cmd.user_id, cmd.kind, cmd.amount, cmd.granted_by, cmd.reason, now)
                 await uow.grants.add(record)
-                payload = {
-                    "screen": "coins_granted", "amount": cmd.amount, "reason": cmd.reason,
-                    "expires_at": expires_at.isoformat() if expires_at else None,
-                }
-                await uow.outbox.add(OutboxMessage(cmd.user_id, "screen", payload, f"grant:{lot_id}"))
+                await uow.record(CoinsGranted(cmd.user_id, lot_id, cmd.amount, cmd.reason, expires_at))
             await uow.commit()
         return lot_id
 
@@ -121,7 +118,6 @@ class ExpireCoins:
             amount = account.expire(now)
             if amount:
                 for lot_id, coins in expired.items():
-                    payload = {"screen": "coins_expired", "amount": coins}
-                    await uow.outbox.add(OutboxMessage(user_id, "screen", payload, f"expired:{lot_id}"))
+                    await uow.record(CoinsExpired(user_id, lot_id, coins))
                 await uow.commit()
         return amount

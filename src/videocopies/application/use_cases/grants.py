@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from videocopies.application.ports import Clock, GrantRecord, OutboxMessage, UnitOfWork
+from videocopies.application.ports import Clock, GrantRecord, UnitOfWork
 from videocopies.application.use_cases._common import UowFactory, load_account
+from videocopies.application.use_cases.announcements import ReferralRewarded
 from videocopies.application.use_cases.joined import new_or_joined
 from videocopies.domain.coins import GrantRules, LotKind, Referral, ReferralOutcome
 from videocopies.domain.shared import UserId
@@ -67,13 +68,12 @@ async def reward_first_order(uow: UnitOfWork, invitee: UserId, rules: GrantRules
     already = any(lot.lot_id == referral.invitee_lot for lot in invitee_account.lots)  # rewarded at arrival
     amount, expires_at = rules.referral_bonus, rules.expires_at(LotKind.REFERRAL, now)
     if settled.outcome is ReferralOutcome.REWARDED and amount > 0 and not already:
-        for account, lot_id, why, screen in (
-            (invitee_account, referral.invitee_lot, f"invited by {referral.inviter}", "referral_invitee_rewarded"),
-            (inviter_account, referral.inviter_lot, f"invited {invitee}", "referral_rewarded"),
+        for account, lot_id, why, is_invitee in (
+            (invitee_account, referral.invitee_lot, f"invited by {referral.inviter}", True),
+            (inviter_account, referral.inviter_lot, f"invited {invitee}", False),
         ):
             account.grant(lot_id, LotKind.REFERRAL, amount, now, expires_at)
             record = GrantRecord(lot_id, account.account_id, LotKind.REFERRAL, amount, "referral", why, now)
             await uow.grants.add(record)
-            payload = {"screen": screen, "amount": amount}
-            await uow.outbox.add(OutboxMessage(account.account_id, "screen", payload, str(lot_id)))
+            await uow.record(ReferralRewarded(account.account_id, lot_id, amount, is_invitee))
     await uow.referrals.settle(settled)

@@ -17,8 +17,9 @@ from videocopies.application.errors import (
     ProviderUnavailable,
     RefundRefused,
 )
-from videocopies.application.ports import Clock, OutboxMessage, PaymentProvider
+from videocopies.application.ports import Clock, PaymentProvider
 from videocopies.application.use_cases._common import UowFactory, load_account
+from videocopies.application.use_cases.announcements import CoinsCredited, PaymentConfirming, PurchaseRefunded
 from videocopies.domain.coins import LotExists
 from videocopies.domain.payments import (
     Payment,
@@ -68,8 +69,7 @@ class CreditPayment:
             expires_at = now + self._valid_for if self._valid_for is not None else None
             payment.credit(account, now, expires_at)
             await uow.payments.add(payment)
-            payload = {"screen": "coins_credited", "coins": cmd.coins, "available": account.balance(now).available}
-            await uow.outbox.add(OutboxMessage(cmd.user_id, "screen", payload, f"paid:{cmd.external_id}"))
+            await uow.record(CoinsCredited(cmd.user_id, cmd.external_id, cmd.coins, account.balance(now).available))
             await uow.commit()
         return True
 
@@ -153,8 +153,7 @@ class TakePayment:
         """The provider cannot be asked now: the user hears the payment arrived, and the coins
         follow when reconciliation finds the charge."""
         async with self._uow() as uow:
-            payload = {"screen": "payment_confirming", "stars": cmd.paid_amount}
-            await uow.outbox.add(OutboxMessage(cmd.user_id, "screen", payload, f"confirming:{cmd.external_id}"))
+            await uow.record(PaymentConfirming(cmd.user_id, cmd.external_id, cmd.paid_amount))
             await uow.commit()
 
 
@@ -219,8 +218,7 @@ class RefundPayment:
             if refund.state is RefundState.PENDING:
                 if refused is None:
                     refund.complete(now)
-                    payload = {"screen": "refunded", "coins": refund.coins, "stars": payment.paid_amount}
-                    await uow.outbox.add(OutboxMessage(refund.user_id, "screen", payload, f"refund:{external_id}"))
+                    await uow.record(PurchaseRefunded(refund.user_id, external_id, refund.coins, payment.paid_amount))
                 else:
                     refund.refuse(payment, await load_account(uow, payment.user_id), refused, now)
                 await uow.refunds.save(refund)

@@ -11,8 +11,9 @@ from datetime import timedelta
 import attrs
 
 from videocopies.application.errors import ProviderUnavailable, RefundRefused
-from videocopies.application.ports import Clock, OutboxMessage, PaymentProvider
+from videocopies.application.ports import Clock, PaymentProvider
 from videocopies.application.use_cases._common import UowFactory, load_account
+from videocopies.application.use_cases.announcements import PaymentReversed
 from videocopies.application.use_cases.payments import CreditPayment, CreditPaymentCommand, RefundPayment
 from videocopies.domain.payments import (
     Payment,
@@ -142,8 +143,7 @@ class ReconcilePayments:
             account = await load_account(uow, payment.user_id)
             reversal = Reversal.of(payment, account, "unknown to the payment provider", now)
             await uow.reversals.add(reversal)
-            payload = {"screen": "payment_reversed", "stars": payment.paid_amount, "coins": reversal.taken}
-            await uow.outbox.add(OutboxMessage(payment.user_id, "screen", payload, f"reversed:{payment.external_id}"))
+            await uow.record(PaymentReversed(payment.user_id, payment.external_id, payment.paid_amount, reversal.taken))
             await uow.commit()
         return reversal
 

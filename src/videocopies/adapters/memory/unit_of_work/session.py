@@ -48,7 +48,6 @@ class InMemoryUnitOfWork:
         # share, so a joined block's commit is written at once; leaving without one forgets it.
         self._depth = 0
         self._open = False
-        self.recorded: list[DomainEvent] = []  # announced at commit (use_cases/announcements.py)
 
     async def __aenter__(self) -> InMemoryUnitOfWork:
         if self._open:
@@ -76,13 +75,13 @@ class InMemoryUnitOfWork:
         """Memory has no round trips to save; loading stays lazy."""
 
     async def record(self, event: DomainEvent) -> None:
-        self.recorded.append(event)
+        # Its row joins the outbox writes now, so a use case's messages keep the order it
+        # announced them in, whether recorded or added; it is written with the commit.
+        for message in outbox_rows([event]):
+            await self.outbox.add(message)
 
     async def commit(self, durable: bool = True) -> None:
         """All or nothing: every check runs before anything is written."""
-        for message in outbox_rows(self.recorded):
-            await self.outbox.add(message)
-        self.recorded.clear()
         aggregates = (self.accounts, self.orders, self.jobs)
         for repo in aggregates:
             repo.check()
@@ -134,7 +133,6 @@ class InMemoryUnitOfWork:
         self.outbox.added.clear()
         self.capacity.taken.clear()
         self.capacity.freed.clear()
-        self.recorded.clear()
 
     def _unlock(self) -> None:
         for key in [k for k, holder in self._store.locks.items() if holder == self._id]:

@@ -56,7 +56,6 @@ class PostgresUnitOfWork:
         self._depth = 0  # blocks joined to the open one
         self._joined_done: list[bool] = []  # per joined block: did it commit?
         self.at_commit: list[tuple[str, write_set.Params]] = []  # statements sent, bound here, before the writes
-        self.recorded: list[DomainEvent] = []  # announced at commit (use_cases/announcements.py)
         self.pending: write_set.Writes = []  # plain inserts queued by record repositories
         self.late: write_set.Writes = []  # inserts that reference aggregates written at commit
         self.accounts = PostgresAccounts(self)
@@ -237,12 +236,12 @@ class PostgresUnitOfWork:
         self._forget()
 
     async def record(self, event: DomainEvent) -> None:
-        self.recorded.append(event)
+        # Its row joins the outbox writes now, so a use case's messages keep the order it
+        # announced them in, whether recorded or added; it is written with the commit.
+        for message in outbox_rows([event]):
+            await self.outbox.add(message)
 
     async def _writes(self) -> write_set.Writes:
-        for message in outbox_rows(self.recorded):
-            await self.outbox.add(message)
-        self.recorded.clear()
         now = self.clock.now()
         # Aggregates first, then the records that reference them, then the plain inserts.
         return [
@@ -295,4 +294,3 @@ class PostgresUnitOfWork:
         self.referrals.known.clear()
         self.pending.clear()
         self.late.clear()
-        self.recorded.clear()
