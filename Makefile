@@ -43,7 +43,7 @@ i18n-extract: setup
 	$(UV) run --frozen pybabel extract -F babel.cfg -k Nn_:1,2 --no-location --width 120 --project videocopies \
 		-o $(LOCALE)/videocopies.pot .
 	$(UV) run --frozen pybabel update -D videocopies -i $(LOCALE)/videocopies.pot -d $(LOCALE) \
-		--width 120 --no-fuzzy-matching --ignore-obsolete
+		--width 120 --no-fuzzy-matching --ignore-obsolete --ignore-pot-creation-date
 
 i18n-compile: setup
 	$(UV) run --frozen pybabel compile -D videocopies -d $(LOCALE) --statistics
