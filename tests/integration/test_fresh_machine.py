@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,8 +60,11 @@ def fresh_service_user(monkeypatch: pytest.MonkeyPatch) -> Iterator[str | None]:
     try:
         yield name
     finally:
-        if _user_exists(name):
+        for _ in range(5):  # userdel gives up at once when another holds /etc/passwd's lock
+            if not _user_exists(name):
+                break
             subprocess.run([shutil.which("userdel") or "/usr/sbin/userdel", name], capture_output=True)
+            time.sleep(0.2)
 
 
 @pytest.fixture

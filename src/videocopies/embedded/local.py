@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
@@ -20,6 +21,7 @@ from urllib.parse import quote
 
 SERVICE_USER = "postgres"  # the servers' superuser role, and under root the system user they run as by default
 _PORT_ATTEMPTS = 3  # free_port() cannot reserve a port: another process may take it first
+_USERADD_ATTEMPTS = 5
 
 
 class LocalServerError(RuntimeError):
@@ -80,26 +82,32 @@ def service_account() -> pwd.struct_passwd:
     VIDEOCOPIES_PG_USER, else `postgres`, which Debian's PostgreSQL and PgBouncer packages make.
     A machine with neither gets it here, as a system user with no home and no login."""
     name = os.environ.get("VIDEOCOPIES_PG_USER") or SERVICE_USER
-    try:
-        return pwd.getpwnam(name)
-    except KeyError:
-        pass
-    useradd = shutil.which("useradd") or "/usr/sbin/useradd"  # root's PATH may lack sbin
+    said = ""
+    for attempt in range(_USERADD_ATTEMPTS + 1):
+        try:
+            return pwd.getpwnam(name)  # there already, or made by us or another process meanwhile
+        except KeyError:
+            if attempt == _USERADD_ATTEMPTS:
+                break
+        time.sleep(0.2 * attempt)  # useradd gives up at once when another holds /etc/passwd's lock
+        said = _add_system_user(name)
+    raise LocalServerError(f"running as root needs the system user {name!r}; useradd failed: {said}")
+
+
+def _add_system_user(name: str) -> str:
+    """What useradd said."""
     try:
         group = ["--gid", grp.getgrnam(name).gr_name]  # useradd will not make a group that exists
     except KeyError:
         group = ["--user-group"]
+    useradd = shutil.which("useradd") or "/usr/sbin/useradd"  # root's PATH may lack sbin
     argv = [useradd, "--system", *group, "--no-create-home", "--home-dir", "/nonexistent",
             "--shell", "/usr/sbin/nologin", "--comment", "videocopies' local servers", name]
     try:
         made = subprocess.run(argv, capture_output=True, text=True)
     except OSError as e:
-        raise LocalServerError(f"running as root needs the system user {name!r}, and useradd failed: {e}") from e
-    try:
-        return pwd.getpwnam(name)  # made now, or by another process meanwhile
-    except KeyError:
-        said = (made.stdout + made.stderr).strip()
-        raise LocalServerError(f"running as root needs the system user {name!r}; useradd failed: {said}") from None
+        return str(e)
+    return (made.stdout + made.stderr).strip()
 
 
 def hand_to_service_user(*paths: Path) -> None:
