@@ -3,7 +3,6 @@ PostgreSQL and through PgBouncer."""
 
 from __future__ import annotations
 
-import itertools
 from datetime import timedelta
 from typing import Any
 
@@ -15,34 +14,11 @@ from videocopies.application.ports import BotUser, InboxEvent, StoredVideo
 from videocopies.domain.jobs import CopyArtifact
 from videocopies.domain.shared import UserId, WorkerId
 
+from .chat import Chat
 from .conftest import Backend
 
 BOB = BotUser(UserId(8), "en", "Bob")
 ANNA = BotUser(UserId(9), "ru", "Анна")
-
-
-class Chat:
-    def __init__(self, backend: Backend) -> None:
-        self.backend = backend
-        service: Any = backend.service
-        self.inbox = service.gateways.inbox()
-        self.users = service.gateways.bot_users()
-        self.processor = service.bot.inbox_processor()
-        self._updates = itertools.count(1)
-        self._seen = 0
-
-    async def send(self, user: BotUser, kind: str, **fields: Any) -> list[Screen]:
-        await self.inbox.add([InboxEvent(next(self._updates), user, kind, **fields)], self.backend.clock.now())
-        while await self.processor.turn():
-            pass
-        return await self.received(user)
-
-    async def received(self, user: BotUser) -> list[Screen]:
-        async with self.backend.new_uow() as uow:
-            rows = [(i, m) for i, m in await uow.outbox.pending(1000) if i > self._seen]
-        if rows:
-            self._seen = max(i for i, _ in rows)
-        return [render(m.kind, m.payload, user.language) for _, m in rows if m.user_id == user.user_id]
 
 
 @pytest.fixture
