@@ -158,6 +158,7 @@ class InMemoryBotUsers:
         self._store = store
         self.users: dict[UserId, BotUser] = {}
         self.sources: dict[UserId, StoredVideo] = {}
+        self.sent: dict[tuple[UserId, str], StoredVideo] = {}  # every kept video, by its key
         self.chosen_languages: dict[UserId, str] = {}
 
     async def remember(self, user: BotUser, now: datetime) -> bool:
@@ -173,9 +174,15 @@ class InMemoryBotUsers:
             self.sources.pop(user_id, None)
         else:
             self.sources[user_id] = video
+            if video.source_key:
+                self.sent[(user_id, video.source_key)] = video
 
     async def source(self, user_id: UserId) -> StoredVideo | None:
         return self.sources.get(user_id)
+
+    async def kept_source(self, user_id: UserId, key: str) -> int | None:
+        video = self.sent.get((user_id, key))
+        return video.size if video is not None else None
 
     async def language(self, user_id: UserId) -> str:
         user = self.users.get(user_id)

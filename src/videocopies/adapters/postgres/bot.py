@@ -206,6 +206,10 @@ class PostgresBotUsers:
         video = StoredVideo(**rows[0]["source"])
         return video if rows[0]["kept"] else attrs.evolve(video, source_key=None)
 
+    async def kept_source(self, user_id: UserId, key: str) -> int | None:
+        rows = await self._rows("kept_source", [key, user_id])
+        return int(rows[0]["size"] or 0) if rows else None
+
     async def language(self, user_id: UserId) -> str:
         rows = await self._rows("user_language", [user_id])
         return str(rows[0]["language"]) if rows else "en"

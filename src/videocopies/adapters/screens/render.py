@@ -102,7 +102,8 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
         reason = f" ({payload['reason']})" if payload.get("reason") else ""
         return Screen(t("coins_granted", amount=payload["amount"], reason=reason))
     if screen == "choose_copies":
-        row = tuple(Button(t("copies_button", n=n, price=price), f"n:{n}") for n, price in payload["prices"])
+        video = f":{payload['video']}" if payload.get("video") else ""  # the video the choice is for
+        row = tuple(Button(t("copies_button", n=n, price=price), f"n:{n}{video}") for n, price in payload["prices"])
         return Screen(t("choose_copies"), (row,))
     if screen == "quote":
         confirm = Button(t("confirm_button", total=payload["total"]), payload["confirm_data"])

@@ -183,8 +183,8 @@ class Conversation(OrderTalk, AccountTalk):
 
     async def _button(self, user: BotUser, data: str, replies: Replies) -> None:
         kind, _, rest = data.partition(":")
-        if kind == "n" and rest.isdigit():
-            await self._quote(user, int(rest), replies)
+        if kind == "n" and (choice := rest.split(":", 1))[0].isdigit():  # n:<copies>[:<video>]
+            await self._quote(user, int(choice[0]), replies, choice[1] if len(choice) > 1 else None)
         elif kind == "c":
             parts = rest.split(":")
             if len(parts) != 4 or not parts[1].isdigit() or not parts[2].isdigit():

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from videocopies.application import use_cases as uc
-from videocopies.application.bot.buttons import confirm_data
+from videocopies.application.bot.buttons import confirm_data, video_key, video_ref
 from videocopies.application.bot.replies import Replies
 from videocopies.application.bot.settings import BotSettings
 from videocopies.application.errors import Conflict, NotFound, ServiceBusy
@@ -57,7 +57,8 @@ class OrderTalk:
         else:
             await self.users.set_source(user.user_id, video)
             tariff = self.policy.current
-            replies.screen("choose_copies", prices=[[n, tariff.price_per_copy(n)] for n in tariff.offered])
+            replies.screen("choose_copies", prices=[[n, tariff.price_per_copy(n)] for n in tariff.offered],
+                           video=video_ref(user.user_id, video.source_key))
 
     def _refused(self, screen: str, video: StoredVideo, replies: Replies) -> None:
         limits = self.settings
@@ -72,17 +73,28 @@ class OrderTalk:
         else:
             replies.screen(screen)
 
-    async def _quote(self, user: BotUser, copies: int, replies: Replies) -> None:
-        source = await self.users.source(user.user_id)
-        if source is None:
-            replies.screen("send_video_first")
-            return
-        if source.source_key is None:  # the store no longer keeps it
-            replies.screen("send_video_again")
-            return
+    async def _quote(self, user: BotUser, copies: int, replies: Replies, ref: str | None = None) -> None:
+        """A quote for the video the button was under (`ref`); a button from before buttons
+        named their video means the user's latest."""
         if copies not in self.policy.current.offered:
             replies.screen("button_invalid")
             return
+        if ref is not None:
+            key = video_key(user.user_id, ref)
+            size = await self.users.kept_source(user.user_id, key) if key else None
+            if key is None or size is None:  # deleted by retention (or never this user's)
+                replies.screen("send_video_again")
+                return
+        else:
+            source = await self.users.source(user.user_id)
+            if source is None:
+                replies.screen("send_video_first")
+                return
+            if source.source_key is None:  # the store no longer keeps it
+                replies.screen("send_video_again")
+                return
+            key, size = source.source_key, source.size
+
         def announce(quote: Quote) -> OutboxMessage:
             return replies.message(
                 "quote", copies=quote.copies, per_copy=quote.price_per_copy, total=quote.total,
@@ -92,7 +104,7 @@ class OrderTalk:
 
         try:
             await self.quote_order(
-                uc.QuoteOrderCommand(user.user_id, source.source_key, copies, source.size, announce=announce)
+                uc.QuoteOrderCommand(user.user_id, key, copies, size, announce=announce)
             )
         except Conflict as refused:
             if refused.kind != SOURCE_GONE:

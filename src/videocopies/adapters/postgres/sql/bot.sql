@@ -156,6 +156,11 @@ SELECT u.source, coalesce(s.state = 'stored' AND s.deleted_at IS NULL, false) AS
   FROM bot_users u LEFT JOIN stored_objects s ON s.key = u.source->>'source_key' AND s.kind = 'source'
  WHERE u.user_id = %s;
 
+-- kept_source --
+-- The size of a video this user sent (any of them, not only the last), while the store keeps it.
+SELECT size FROM stored_objects
+ WHERE key = %s AND user_id = %s AND kind = 'source' AND state = 'stored' AND deleted_at IS NULL;
+
 -- user_language --
 -- The language the user chose with /language, else their Telegram's.
 SELECT coalesce(chosen_language, language) AS language FROM bot_users WHERE user_id = %s;
