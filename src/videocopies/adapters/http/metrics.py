@@ -23,6 +23,14 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _COPY_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 _EDGE_NAMES = 256
 _EDGE_NODES = 64
+# What each worker reports with its claims (since it started), shown per worker node.
+_WORKER_FIGURES = {
+    "copies_made": "Copies the worker stored since it started (rate() gives its copies a minute)",
+    "cpu_seconds": "CPU seconds the worker used since it started, its own and its FFmpeg children's",
+    "rss_bytes": "The worker process's resident memory",
+    "downloaded_bytes": "Bytes of sources the worker downloaded since it started",
+    "uploaded_bytes": "Bytes of copies the worker uploaded since it started",
+}
 
 
 class CoreMetrics:
@@ -84,6 +92,11 @@ class CoreMetrics:
             ["role", "node", "what"], **on,
         )
         self.scratch: dict[tuple[str, str], dict[str, int]] = {}  # (role, node) -> its scratch figures
+        self._worker = {
+            name: Gauge(f"videocopies_worker_{name}", f"{text}, as it last reported", ["node"], **on)
+            for name, text in _WORKER_FIGURES.items()
+        }
+        self._workers_seen: set[str] = set()
         self._edge: dict[str, Gauge] = {}
         self.edges: dict[str, dict[str, Any]] = {}  # node -> its latest counters, and when they came
         self._depth = Gauge("videocopies_queue_jobs", "Unfinished jobs, by state", ["state"], **on)
@@ -141,6 +154,20 @@ class CoreMetrics:
         for kind, count in result.deleted.items():
             self.objects_deleted.labels(kind).inc(count)
         self.object_deletes_failed.inc(result.failed)
+
+    def worker_reported(self, node: str, stats: Mapping[str, int]) -> None:
+        """A worker's own figures, sent with a claim: its scratch directory, and what
+        _WORKER_FIGURES names (CPU comes as milliseconds, own and children's)."""
+        self.scratch_reported("worker", node, stats.get("scratch_used_bytes", 0), stats.get("scratch_files", 0))
+        if node not in self._workers_seen and len(self._workers_seen) >= _EDGE_NODES:
+            return
+        self._workers_seen.add(node)
+        seconds = {}
+        if "cpu_ms" in stats:
+            seconds["cpu_seconds"] = (stats["cpu_ms"] + stats.get("children_cpu_ms", 0)) / 1000
+        for name, gauge in self._worker.items():
+            if name in stats or name in seconds:
+                gauge.labels(node).set(seconds.get(name, stats.get(name, 0)))
 
     def scratch_reported(self, role: str, node: str, used_bytes: int, files: int) -> None:
         """A worker's or edge's scratch directory, as the node measured it."""
