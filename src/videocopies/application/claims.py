@@ -66,6 +66,7 @@ class ClaimWaiters:
         self._rounds: asyncio.Task[None] | None = None
         self._looking = False  # a caller is looking right now; others arriving park instead
         self._kick = asyncio.Event()
+        self._closed = False  # stopped: this core takes no more claims (it drains or moved)
         self.claims_tried = 0
 
     @property
@@ -76,6 +77,7 @@ class ClaimWaiters:
         self._rounds = asyncio.create_task(self._run(), name="videocopies-claim-rounds")
 
     async def stop(self) -> None:
+        self._closed = True
         if self._rounds is not None:
             self._rounds.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -88,6 +90,8 @@ class ClaimWaiters:
     async def claim(
         self, worker_id: WorkerId, limit: int, max_source_bytes: int | None, wait_s: float
     ) -> Sequence[ClaimedJob]:
+        if self._closed:
+            return ()  # the worker asks again, at another core
         command = ClaimJobCommand(worker_id, limit, max_source_bytes)
         # Callers that can wait let one of them look while the others park; one that cannot
         # wait always looks itself.

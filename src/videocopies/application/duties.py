@@ -26,3 +26,17 @@ class HoldDuty:
         lease = await self._leases.hold(duty, decide)
         assert lease is not None  # a first request always creates it
         return lease
+
+    async def release(self, duty: str, token: str) -> bool:
+        """Hand the duty on: its lease ends now if this token holds it. True when it did."""
+        now = self._clock.now()
+        released = False
+
+        def decide(current: DutyLease | None) -> DutyLease | None:
+            nonlocal released
+            after = current.released(token, now) if current is not None else None
+            released = after is not None
+            return after
+
+        await self._leases.hold(duty, decide)
+        return released

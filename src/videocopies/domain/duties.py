@@ -36,6 +36,14 @@ class DutyLease:
             return None
         return DutyLease(self.duty, holder, token, now, now + ttl, self.term + 1)
 
+    def released(self, token: str, now: datetime) -> DutyLease | None:
+        """This lease run out at once, when the caller holds it with `token` (a core that
+        drains hands its duties on without making the next holder wait out the lease);
+        None when it is not theirs to give."""
+        if not self.held_with(token, now):
+            return None
+        return attrs.evolve(self, lease_until=now)
+
     @classmethod
     def first(cls, duty: str, holder: str, token: str, now: datetime, ttl: timedelta) -> DutyLease:
         return cls(duty, holder, token, now, now + ttl, 1)

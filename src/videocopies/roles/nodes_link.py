@@ -6,14 +6,20 @@ import sys
 from typing import Any
 
 from videocopies.adapters.http.client import CoreClient, WrongNode, identify
+from videocopies.adapters.http.core_choice import MOVES_FILE
 from videocopies.adapters.http.core_urls import PlainHttpRefused
 from videocopies.settings.links import CoreLink
 
 
 def core_client(link: CoreLink, **options: Any) -> CoreClient:
-    """Exits with the reason when core's URL is refused (plain http to another host)."""
+    """Exits with the reason when core's URL is refused (plain http to another host). A
+    relocation the node learns is kept in its work directory and followed at its next start."""
+    moves = link.work_dir / MOVES_FILE if link.work_dir is not None else None
     try:
-        return CoreClient(link.url, link.token, allow_plain_http=link.allow_plain_http, ca_file=link.ca_file, **options)
+        return CoreClient(
+            link.url, link.token, allow_plain_http=link.allow_plain_http, ca_file=link.ca_file, moves_file=moves,
+            **options,
+        )
     except PlainHttpRefused as refused:
         raise SystemExit(f"videocopies: {refused}") from refused
 

@@ -2,7 +2,12 @@
 and coin sweep, reconciliation with the payment provider, and the object lifecycle duty (one
 core at a time, under the duty lease, deletes sources and copies whose time is up and sweeps
 strays; see application/objects.py). A database, provider or store that is away only makes a
-pass fail: the next one tries again."""
+pass fail: the next one tries again.
+
+With several cores on one database, reconciliation and the object lifecycle run under a duty
+lease each (one core at a time); the sweep runs on every core, which is safe: it takes lapsed
+leases with `FOR UPDATE SKIP LOCKED` and a state check, and expires coins under the account's
+optimistic lock, so two cores sweeping at once split the rows, never touch one twice."""
 
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from videocopies.application.ports import Clock
 log = logging.getLogger("videocopies.core")
 
 OBJECTS_DUTY = "object-lifecycle"
+RECONCILE_DUTY = "reconcile-payments"
 
 
 def holder() -> str:
@@ -61,15 +67,18 @@ async def sweep(
 
 async def reconcile_payments(
     reconcile: Callable[[], Awaitable[Any]], stop: asyncio.Event, every_s: float,
-    queued: Callable[[], None] = lambda: None,
+    queued: Callable[[], None] = lambda: None, held: Callable[[], Awaitable[bool]] | None = None,
 ) -> None:
     """Reconciliation with the payment provider every `every_s`: payments whose notification
-    was lost are credited, refunds left pending finished; `queued` wakes the senders."""
+    was lost are credited, refunds left pending finished; `queued` wakes the senders. With
+    `held`, a pass runs only while it says this core holds the duty."""
     while not stop.is_set():
         await pause(stop, every_s)
         if stop.is_set():
             return
         try:
+            if held is not None and not await held():
+                continue
             result = await reconcile()
         except Exception as error:  # noqa: BLE001 - the provider or the database may be away
             log.warning("reconciliation failed: %r", error)
@@ -85,12 +94,22 @@ def duty_ttl(every_s: float, duty_ttl: timedelta) -> timedelta:
     return max(duty_ttl, timedelta(seconds=2 * every_s + 5))
 
 
+def holding(hold: HoldDuty, duty: str, token: str, clock: Clock) -> Callable[[], Awaitable[bool]]:
+    """Asks for `duty` (renewing it when this core holds it): True while it is this core's."""
+    name = holder()
+
+    async def held() -> bool:
+        return (await hold(duty, name, token)).held_with(token, clock.now())
+
+    return held
+
+
 async def keep_sweeping(
     lifecycle: ObjectLifecycle, hold: HoldDuty, clock: Clock, stop: asyncio.Event, every_s: float,
-    swept: Callable[[SweepResult], None] = lambda result: None,
+    swept: Callable[[SweepResult], None] = lambda result: None, token: str | None = None,
 ) -> None:
     """The object lifecycle every `every_s`, while this process holds its duty."""
-    name, token = holder(), secrets.token_hex(16)
+    name, token = holder(), token or secrets.token_hex(16)
     while not stop.is_set():
         try:
             lease = await hold(OBJECTS_DUTY, name, token)

@@ -31,6 +31,7 @@ from videocopies.application.nodes import NodeAuthenticator
 from videocopies.application.objects import ObjectLifecycle
 from videocopies.application.ports import ListedStore, ObjectStore
 from videocopies.application.retention import PruneTables, keep_pruning
+from videocopies.domain.retention import PRUNE_TABLES
 from videocopies.runtime import core_loops
 from videocopies.runtime.lifecycle import Background, Server, server
 
@@ -105,6 +106,7 @@ class Core:
             relocation=Relocation(moved=self._moved, allowed_hosts=relocation_hosts),
         )
         self._loops = Background()
+        self._duty_token = secrets.token_hex(16)  # one per process: a restarted core asks anew
         self.app: FastAPI = create_app(self.services, self.edge, self.control)
         self.app.router.lifespan_context = self._lifespan
         self.app.add_exception_handler(psycopg.OperationalError, database_unavailable)
@@ -121,7 +123,7 @@ class Core:
 
     def _loops_to_run(self) -> list[Any]:
         cases, settings, clock = self.container.use_cases, self.container.settings(), self.clock
-        duties = self.container.gateways.duty_leases()
+        duties, token = self.container.gateways.duty_leases(), self._duty_token
         loops: list[Any] = [lambda stop: core_loops.sweep(
             cases.expire_leases(), cases.expire_coins(), stop, self._lease_sweep_s,
             settings.expiry_sweep_every.total_seconds(), self.peek.lapsed, self.metrics.lease_expiries.inc,
@@ -131,22 +133,38 @@ class Core:
             lifecycle = ObjectLifecycle(self.object_rows, self._objects_store, clock, settings.object_lifetimes)
             hold = HoldDuty(duties, clock, core_loops.duty_ttl(every, settings.duty_ttl))
             swept = self.metrics.objects_swept
-            loops.append(lambda stop: core_loops.keep_sweeping(lifecycle, hold, clock, stop, every, swept))
+            loops.append(lambda stop: core_loops.keep_sweeping(lifecycle, hold, clock, stop, every, swept, token))
         loops.append(lambda stop: self.inbox_processor.run(
             stop, self._inbox_wait, self._inbox_workers, safety_poll_s=10.0, peek=self.peek.inbox_waiting
         ))
-        if self._payment_bot is not None:
+        if self._payment_bot is not None:  # one core at a time, by duty
+            every = settings.reconcile_every.total_seconds()
+            held = core_loops.holding(
+                HoldDuty(duties, clock, core_loops.duty_ttl(every, settings.duty_ttl)), core_loops.RECONCILE_DUTY,
+                token, clock,
+            )
             loops.append(lambda stop: core_loops.reconcile_payments(
-                cases.reconcile_payments(), stop, settings.reconcile_every.total_seconds(), self.outbox_news.queued
+                cases.reconcile_payments(), stop, every, self.outbox_news.queued, held
             ))
         if (prune_every := settings.prune_every) is not None:  # one core at a time, by duty
             rows = self.container.gateways.transient_rows()
             prune = PruneTables(rows, clock, settings.retention, settings.prune_batch)
             hold_pruning = HoldDuty(duties, clock, settings.duty_ttl)
             loops.append(lambda stop: keep_pruning(
-                prune, hold_pruning, clock, core_loops.holder(), secrets.token_hex(16), prune_every, stop
+                prune, hold_pruning, clock, core_loops.holder(), token, prune_every, stop
             ))
         return loops
+
+    async def _hand_duties_on(self) -> None:
+        """A core that stops releases the duties it holds: another core takes them at its next
+        pass instead of waiting out the lease."""
+        release = HoldDuty(self.container.gateways.duty_leases(), self.clock, self.container.settings().duty_ttl)
+        for duty in (core_loops.OBJECTS_DUTY, core_loops.RECONCILE_DUTY, PRUNE_TABLES):
+            try:
+                if await release.release(duty, self._duty_token):
+                    log.info("handed the %s duty on", duty)
+            except Exception as error:  # noqa: BLE001 - the database may be away: the lease runs out instead
+                log.warning("could not hand the %s duty on: %r", duty, error)
 
     def release_claims(self) -> None:
         """Shutting down: parked claims are answered empty now, not after their wait."""
@@ -158,6 +176,7 @@ class Core:
         self._loops.stopping.set()
         await self.waiters.stop()
         await self._loops.stop()
+        await self._hand_duties_on()
         if self._payment_bot is not None:
             await self._payment_bot.session.close()
         await self.authenticator.stop()

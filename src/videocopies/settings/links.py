@@ -14,14 +14,17 @@ DEFAULT_CORE_URL = "http://127.0.0.1:8700"
 
 @attrs.frozen
 class CoreLink:
-    """VIDEOCOPIES_CORE_URL, the node's token (VIDEOCOPIES_NODE_TOKEN or the file named by
-    VIDEOCOPIES_NODE_TOKEN_FILE), VIDEOCOPIES_CORE_CA (a private CA) and
-    VIDEOCOPIES_ALLOW_PLAIN_HTTP=1 (http to a host other than loopback)."""
+    """VIDEOCOPIES_CORE_URL (one core or balancer, or several cores separated by commas, tried
+    in order when one fails), the node's token (VIDEOCOPIES_NODE_TOKEN or the file named by
+    VIDEOCOPIES_NODE_TOKEN_FILE), VIDEOCOPIES_CORE_CA (a private CA),
+    VIDEOCOPIES_ALLOW_PLAIN_HTTP=1 (http to a host other than loopback) and the node's
+    VIDEOCOPIES_WORK_DIR, where a relocation it learns is kept (unset: in memory only)."""
 
     url: str
     token: str = attrs.field(repr=False)
     ca_file: str | None = None
     allow_plain_http: bool = False
+    work_dir: Path | None = None
 
     @classmethod
     def from_env(cls, env: Environ) -> CoreLink:
@@ -35,6 +38,7 @@ class CoreLink:
         return cls(
             url=env.get("VIDEOCOPIES_CORE_URL") or DEFAULT_CORE_URL, token=token,
             ca_file=optional(env, "VIDEOCOPIES_CORE_CA"), allow_plain_http=flag(env, "VIDEOCOPIES_ALLOW_PLAIN_HTTP"),
+            work_dir=Path(work_dir) if (work_dir := optional(env, "VIDEOCOPIES_WORK_DIR")) else None,
         )
 
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import attrs
+import httpx
 
 from videocopies.adapters.http.wire import Answer
 from videocopies.application import use_cases as uc
@@ -26,6 +27,18 @@ class CoreRefused(Exception):
 
     def __str__(self) -> str:
         return f"core refused ({self.status}): {self.body.get('detail') or self.body}"
+
+
+class StorageBusy(Exception):
+    """Storage answered 5xx: it is there but cannot serve now."""
+
+
+def storage_answer(response: httpx.Response, *ok: int) -> None:
+    if response.status_code in ok:
+        return
+    if response.status_code >= 500:
+        raise StorageBusy(f"HTTP {response.status_code}")
+    raise CoreRefused(response.status_code, {"detail": f"storage refused: HTTP {response.status_code}"})
 
 
 def relocated_to(answer: Answer) -> str | None:

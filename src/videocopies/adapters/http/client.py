@@ -10,6 +10,9 @@ A request that fails on the network (core restarting, a dropped connection) or w
 has passed: a completion that reached core before the connection broke is answered from
 its receipt, never run twice.
 
+With several cores (a list of URLs, see core_choice.py) a failed call goes at once to the next
+core, and the node comes back to the first once it has rested.
+
 A node talks plain HTTP only to a core on its own machine unless told otherwise
 (VIDEOCOPIES_ALLOW_PLAIN_HTTP=1), and follows a relocation only where it would have agreed
 to start: its token and users' updates never go out in clear because a 308 said so.
@@ -28,7 +31,15 @@ from typing import Any
 
 import httpx
 
-from videocopies.adapters.http.answers import CoreRefused, claimed_from_wire, relocated_to, result_of
+from videocopies.adapters.http.answers import (
+    CoreRefused,
+    StorageBusy,
+    claimed_from_wire,
+    relocated_to,
+    result_of,
+    storage_answer,
+)
+from videocopies.adapters.http.core_choice import CoreChoice, core_urls
 from videocopies.adapters.http.core_urls import check_core_url, plain_http_elsewhere
 from videocopies.adapters.http.wire import Answer, JsonWire
 from videocopies.adapters.objectstore.files import hash_file, open_temp_beside
@@ -49,25 +60,32 @@ class CoreUnreachable(Exception):
 class CoreClient:
     def __init__(
         self,
-        base_url: str,
+        base_url: str | Sequence[str],
         token: str,
         retry_for_s: float = 120.0,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Any = asyncio.sleep,
         allow_plain_http: bool = False,
         ca_file: str | None = None,
+        moves_file: Path | None = None,
     ) -> None:
         """Raises PlainHttpRefused for plain HTTP to another machine unless `allow_plain_http`
         (a given `transport` reaches no network: tests). `ca_file`: core's certificate
-        chains to this CA (a private one) instead of the system's."""
+        chains to this CA (a private one) instead of the system's. `base_url`: one core, or
+        several (a list, or URLs separated by commas); `moves_file`: where relocations are kept."""
+        urls = core_urls(base_url) if isinstance(base_url, str) else list(base_url)
+        self.cores = CoreChoice(urls, moves_file)
+        base_url = self.cores.current
         if transport is None:
-            check_core_url(base_url, allow_plain_http)
+            for url in self.cores.urls:
+                check_core_url(url, allow_plain_http)
         self._allow_plain_http, self._ca_file = allow_plain_http, ca_file
         self._headers = {"Authorization": f"Bearer {token}", "User-Agent": "videocopies-node"}
         self._http = httpx.AsyncClient(
             base_url=base_url.rstrip("/"), headers=self._headers, timeout=httpx.Timeout(30.0, connect=5.0),
             transport=transport, verify=ssl.create_default_context(cafile=ca_file) if ca_file else True,
         )
+        self._wires: dict[str, JsonWire] = {}  # one per core: a call in flight keeps its own
         self._wire = None if transport is not None else self._wire_to(base_url)
         self._retry_for_s, self._sleep = retry_for_s, sleep
         self._transport = transport  # tests: storage is reached through it too
@@ -75,7 +93,10 @@ class CoreClient:
         self.moves_refused = 0  # 308s pointing at plain HTTP elsewhere, not followed
 
     def _wire_to(self, base_url: str) -> JsonWire:
-        return JsonWire(base_url.rstrip("/"), headers=self._headers, ca_file=self._ca_file)
+        base_url = base_url.rstrip("/")
+        if base_url not in self._wires:
+            self._wires[base_url] = JsonWire(base_url, headers=self._headers, ca_file=self._ca_file)
+        return self._wires[base_url]
 
     @property
     def base_url(self) -> str:
@@ -83,8 +104,8 @@ class CoreClient:
 
     async def close(self) -> None:
         await self._http.aclose()
-        if self._wire is not None:
-            await self._wire.close()
+        for wire in self._wires.values():
+            await wire.close()
 
     async def _send(self, method: str, path: str, body: dict[str, Any] | None, timeout: float) -> Answer:
         if self._wire is not None:
@@ -97,7 +118,10 @@ class CoreClient:
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self._retry_for_s
         delay, moves = 0.1, 0
+        if self.cores.preferred():
+            self._use(self.cores.current)
         while True:
+            used = self.cores.current
             try:
                 answer = await self._send(method, path, body, timeout)
             except (httpx.TransportError, OSError, TimeoutError) as error:
@@ -111,7 +135,8 @@ class CoreClient:
                 elif moved_to and moves < 3:
                     moves += 1
                     log.warning("core moved: %s -> %s", self._http.base_url, moved_to)
-                    await self._move(moved_to)  # the old core did nothing with this call
+                    self.cores.moved(used, moved_to)
+                    await self._move(used, moved_to)  # the old core did nothing with this call
                     continue
                 elif answer.status not in _RETRY_STATUS:
                     return result_of(answer, path)
@@ -120,14 +145,23 @@ class CoreClient:
             if loop.time() + delay > give_up:
                 raise CoreUnreachable(f"{method} {path}: {problem}, retried for {self._retry_for_s:.0f}s")
             self.retries += 1
+            if self.cores.several:
+                another = self.cores.failed(used)
+                self._use(self.cores.current)
+                if another:
+                    continue  # at once
             log.info("core unreachable (%s); again in %.1fs", problem, delay)
             await self._sleep(delay * (0.5 + random.random()))  # noqa: S311 - jitter, not secrecy
             delay = min(delay * 2, 5.0)
 
-    async def _move(self, base_url: str) -> None:
+    def _use(self, base_url: str) -> None:
         self._http.base_url = httpx.URL(base_url)
         if self._wire is not None:
-            old, self._wire = self._wire, self._wire_to(base_url)
+            self._wire = self._wire_to(base_url)
+
+    async def _move(self, old_url: str, base_url: str) -> None:
+        self._use(base_url)
+        if (old := self._wires.pop(old_url.rstrip("/"), None)) is not None and old is not self._wire:
             await old.close()
 
     async def download(self, url: str, headers: dict[str, str], path: Path) -> None:
@@ -135,7 +169,7 @@ class CoreClient:
 
         async def once() -> None:
             async with self._bare() as http, http.stream("GET", url, headers=headers) as response:
-                _storage_answer(response, 200)
+                storage_answer(response, 200)
                 with open_temp_beside(path) as (out, _digest):
                     async for chunk in response.aiter_bytes(_CHUNK):
                         out.write(chunk)
@@ -151,7 +185,7 @@ class CoreClient:
         async def once() -> None:
             async with self._bare() as http:
                 response = await http.put(url, content=chunks(), headers={**headers, "Content-Length": str(size)})
-            _storage_answer(response, 200, 201, 204)
+            storage_answer(response, 200, 201, 204)
 
         await self._through_outage("upload", once)
 
@@ -164,7 +198,7 @@ class CoreClient:
         while True:
             try:
                 return await transfer()
-            except (httpx.TransportError, _StorageBusy) as error:
+            except (httpx.TransportError, StorageBusy) as error:
                 if loop.time() + delay > give_up:
                     raise CoreUnreachable(f"storage {what}: {error!r}, retried for {self._retry_for_s:.0f}s") from error
                 log.info("storage unreachable on %s (%r); again in %.1fs", what, error, delay)
@@ -174,18 +208,6 @@ class CoreClient:
     def _bare(self) -> httpx.AsyncClient:
         # Signed URLs point at storage, not core: no node token goes there.
         return httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=10.0), transport=self._transport)
-
-
-class _StorageBusy(Exception):
-    """Storage answered 5xx: it is there but cannot serve now."""
-
-
-def _storage_answer(response: httpx.Response, *ok: int) -> None:
-    if response.status_code in ok:
-        return
-    if response.status_code >= 500:
-        raise _StorageBusy(f"HTTP {response.status_code}")
-    raise CoreRefused(response.status_code, {"detail": f"storage refused: HTTP {response.status_code}"})
 
 
 class HttpJobLeases:
