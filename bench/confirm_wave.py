@@ -8,6 +8,13 @@ server, durable unless VIDEOCOPIES_BENCH_DURABLE=0: every confirmation's COMMIT 
 replayed COMMIT waits for its WAL flush. `--setting` evaluates a server setting such as
 commit_delay beside the headline, which is measured with none.
 
+A wave arrives at a running core: its pool's connections have served before, so each server
+backend has already compiled the two database functions and planned their statements (with
+PgBouncer in front, the server's connections outlive any client's). Each process therefore
+confirms `--warm` orders of other users on every connection of its pool before the common start,
+and the raw replay replays theirs the same way. `cold_seconds` is one wave of each kind on fresh
+connections, as the headline was measured before.
+
     uv run python bench/confirm_wave.py [--orders 1000] [--clients 50] [--pool 10] [--setting commit_delay=1000]
 """
 
@@ -57,20 +64,24 @@ class RecordingUnitOfWork(PostgresUnitOfWork):
         await super()._send(cursor, batch)
 
 
-async def prepare(url: str, users: int, per_user: int, clock: ManualClock) -> list[tuple[UserId, str, str]]:
+async def prepare(
+    url: str, users: int, per_user: int, clock: ManualClock, warm: int = 0
+) -> tuple[list[tuple[UserId, str, str]], list[tuple[UserId, str, str]]]:
+    """Quotes of `users` users, `per_user` each, and one each of `warm` other users."""
     container = service(url, pool_size=10, clock=clock)
     container.gateways.ids.override(providers.Object(SequentialIds(seed=7)))
     pool = container.gateways.pool()
     await pool.open(wait=True)
     grant, quote = container.use_cases.grant_coins(), container.use_cases.quote_order()
     quotes = []
-    for user in range(1, users + 1):
-        await grant(uc.GrantCoinsCommand(UserId(user), LotKind.START, 5 * 4 * per_user, timedelta(days=30)))
-        for _ in range(per_user):
+    plan = [(user, per_user) for user in range(1, users + 1)] + [(10**6 + n, 1) for n in range(warm)]
+    for user, count in plan:
+        await grant(uc.GrantCoinsCommand(UserId(user), LotKind.START, 5 * 4 * count, timedelta(days=30)))
+        for _ in range(count):
             q = await quote(uc.QuoteOrderCommand(UserId(user), f"sources/{user}.mp4", 5))
             quotes.append((q.user_id, q.quote_id, q.token))
     await pool.close()
-    return quotes
+    return quotes[:users * per_user], quotes[users * per_user:]
 
 
 async def drive(calls: list[Any], clients: int) -> tuple[float, list[float]]:
@@ -172,9 +183,11 @@ def clone(pg: Any, source: str, name: str) -> str:
 
 
 async def _timed_share(
-    kind: str, url: str, items: list[Any], clients: int, pool_size: int, start_at: float, now: datetime
+    kind: str, url: str, items: list[Any], clients: int, pool_size: int, start_at: float, now: datetime,
+    warm: list[Any],
 ) -> tuple[float, float, list[float]]:
-    """One process's share of a wave, started at a common instant; returns begin, end, latencies."""
+    """One process's share of a wave, started at a common instant; returns begin, end, latencies.
+    The `warm` items go first, `pool_size` at a time so each connection of the pool serves some."""
     if kind == "app":
         container = service(url, pool_size=pool_size, clock=ManualClock(now))
         pool = container.gateways.pool()
@@ -194,6 +207,7 @@ async def _timed_share(
 
     await pool.open(wait=True)
     await pool.wait()
+    await drive([call(item) for item in warm], pool_size)
     calls = [call(item) for item in items]
     await asyncio.sleep(max(0.0, start_at - time.time()))
     began = time.time()
@@ -208,13 +222,17 @@ def _share(args: tuple[Any, ...]) -> tuple[float, float, list[float]]:
 
 
 def wave(
-    kind: str, url: str, items: list[Any], clients: int, pool_size: int, processes: int, now: datetime
+    kind: str, url: str, items: list[Any], clients: int, pool_size: int, processes: int, now: datetime,
+    warm: list[Any] | None = None,
 ) -> tuple[float, list[float]]:
     """The wave split over `processes` application processes (as core would run them),
-    `clients` concurrent callers and `pool_size` connections in all."""
-    start_at = time.time() + 2.0 + processes
+    `clients` concurrent callers and `pool_size` connections in all, each process's pool warmed
+    by its share of `warm` first (None: a cold wave, on fresh connections)."""
+    warm = warm or []
+    start_at = time.time() + 2.0 + processes + len(warm) * 0.01
     shares = [
-        (kind, url, items[i::processes], max(1, clients // processes), max(1, pool_size // processes), start_at, now)
+        (kind, url, items[i::processes], max(1, clients // processes), max(1, pool_size // processes), start_at, now,
+         warm[i::processes])
         for i in range(processes)
     ]
     with concurrent.futures.ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as ex:
@@ -236,6 +254,7 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=10)
     parser.add_argument("--processes", type=int, default=2, help="application processes (core workers)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating application and raw waves, medians")
+    parser.add_argument("--warm", type=int, default=40, help="orders of other users each wave's pools serve first")
     parser.add_argument(
         "--setting", action="append", default=[], metavar="NAME=VALUE",
         help="a server setting to evaluate (commit_delay=1000, say); the headline uses none",
@@ -249,13 +268,23 @@ def main() -> None:
     figures: dict[str, Any] = {"bench": "confirm_wave", **({"settings": settings} if settings else {})}
     with server(**settings) as pg:
         fresh_database(pg, "distinct_setup")
-        distinct = uvloop.run(prepare(pg.url("distinct_setup"), args.orders, 1, clock))
+        distinct, warm = uvloop.run(prepare(pg.url("distinct_setup"), args.orders, 1, clock, args.warm))
         fresh_database(pg, "fifty_setup")
-        fifty = uvloop.run(prepare(pg.url("fifty_setup"), 50, args.orders // 50, clock))
+        fifty, fifty_warm = uvloop.run(prepare(pg.url("fifty_setup"), 50, args.orders // 50, clock, args.warm))
         # The statements each confirmation issues, recorded once, replayed bare below.
         _, _, logs = uvloop.run(
-            app_wave(clone(pg, "distinct_setup", "distinct_rec"), distinct, args.clients, args.pool, clock, record=True)
+            app_wave(clone(pg, "distinct_setup", "distinct_rec"), distinct + warm, args.clients, args.pool, clock,
+                     record=True)
         )
+        logs, warm_logs = logs[:args.orders], logs[args.orders:]
+        cold = {
+            "cold_seconds": round(wave("app", clone(pg, "distinct_setup", "app_cold"), distinct, args.clients,
+                                       args.pool, args.processes, now)[0], 3),
+            "cold_raw_sql_seconds": round(wave("raw", clone(pg, "distinct_setup", "raw_cold"), logs, args.clients,
+                                               args.pool, args.processes, now)[0], 3),
+        }
+        pg.drop_database("app_cold")
+        pg.drop_database("raw_cold")
         for processes in sorted({1, args.processes}):
             # The headline alternates the two waves `--rounds` times and takes each one's median:
             # on a shared machine one pair, run a minute apart, gave ratios from 0.41 to 1.2.
@@ -265,11 +294,11 @@ def main() -> None:
             for n in range(args.rounds if processes == args.processes else 1):
                 seconds, round_latencies = wave(
                     "app", clone(pg, "distinct_setup", f"app_{processes}_{n}"), distinct, args.clients, args.pool,
-                    processes, now,
+                    processes, now, warm,
                 )
                 raw, _ = wave(
                     "raw", clone(pg, "distinct_setup", f"raw_{processes}_{n}"), logs, args.clients, args.pool,
-                    processes, now,
+                    processes, now, warm_logs,
                 )
                 apps.append(seconds)
                 raws.append(raw)
@@ -278,7 +307,8 @@ def main() -> None:
                 pg.drop_database(f"raw_{processes}_{n}")
             seconds, raw = statistics.median(apps), statistics.median(raws)
             fifty_seconds, fifty_latencies = wave(
-                "app", clone(pg, "fifty_setup", f"fifty_{processes}"), fifty, args.clients, args.pool, processes, now
+                "app", clone(pg, "fifty_setup", f"fifty_{processes}"), fifty, args.clients, args.pool, processes, now,
+                fifty_warm,
             )
             run = {
                 "processes": processes,
@@ -300,7 +330,7 @@ def main() -> None:
                 },
             }
             if processes == args.processes:
-                figures.update(run)
+                figures.update(run | cold)
             else:
                 figures["single_process"] = run
     figures["statements_per_order"] = round(

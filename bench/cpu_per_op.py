@@ -77,7 +77,7 @@ async def measured(
 async def confirmations(url: str, postmaster: int, orders: int, profile: bool) -> dict[str, Any]:
     now = datetime.now(UTC)
     clock = ManualClock(now)
-    quotes = await prepare(url, orders, 1, clock)
+    quotes, _ = await prepare(url, orders, 1, clock)
     container = service(url, pool_size=10, clock=clock)
     pool = container.gateways.pool()
     await pool.open(wait=True)
