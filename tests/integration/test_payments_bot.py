@@ -198,7 +198,7 @@ def test_reconcile_and_refund_from_the_command_line_grants_and_referrals_by_the_
                 granted = httpx.post(f"{core.url}/v1/control/grants", headers=operator, json={
                     "user_id": ann.id, "amount": 25, "reason": "sorry for the wait", "grant_id": "apology-1"})
                 assert granted.status_code == 200, granted.text
-                assert "25 coins (sorry for the wait)" in _next(ann, contains="You were given").text
+                assert "25 coins (to make up for a problem on our side)" in _next(ann, contains="You were given").text
                 worker = {"Authorization": f"Bearer {issue_token(url, 'worker-1', 'worker')}"}
                 refused = httpx.post(f"{core.url}/v1/control/grants", headers=worker, json={
                     "user_id": ann.id, "amount": 25, "reason": "me", "grant_id": "x"})

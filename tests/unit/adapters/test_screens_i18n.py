@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from videocopies.adapters.screens import Screen, render
+from videocopies.application.use_cases.reason_codes import FAILURES, GRANTS
 
 COUNTS = (1, 2, 5, 11, 21, 22, 101)
 WHEN = "2026-12-02T10:00:00+00:00"
@@ -32,7 +33,10 @@ def outbox_rows(c: int) -> dict[str, tuple[str, dict[str, Any]]]:
         "order_failed_nothing_pending": ("order_closed", {"state": "failed", "copies": c, "charged": c,
                                                           "pending": 0, "released": c, "reason": "-"}),
     }
-    for why in ("looks_different", "matches_source", "matches_other_copy"):
+    for code in FAILURES:
+        rows[f"order_failed_{code}"] = ("order_closed", {"state": "failed", "copies": c, "charged": c, "pending": 0,
+                                                         "released": c, "reason": code})
+    for why in ("looks_different", "matches_source", "matches_other_copy", "unknown"):
         rows[f"copy_failed_{why}"] = ("copy_failed", {"index": c - 1, "copies": c, "reason": why, "tries": c,
                                                       "returned": c})
     screens: dict[str, dict[str, Any]] = {
@@ -40,6 +44,7 @@ def outbox_rows(c: int) -> dict[str, tuple[str, dict[str, Any]]]:
         "welcome_plain": {"screen": "welcome", "name": None, "available": c, "bonus": 0},
         "packages": {"packages": [[c, c], [c + 1, c]]},
         "coins_granted": {"amount": c, "reason": None},
+        **{f"coins_granted_{code}": {"screen": "coins_granted", "amount": c, "reason": code} for code in GRANTS},
         "choose_copies": {"prices": [[c, c]]},
         "quote": {"copies": c, "per_copy": c, "total": c, "expires_at": WHEN, "confirm_data": "c:o"},
         "confirmed": {"order_id": "order-1", "copies": c, "total": c},

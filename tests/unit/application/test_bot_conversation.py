@@ -73,7 +73,7 @@ async def test_the_whole_order_in_russian(chat: Chat) -> None:
     await chat.send(ANNA, "text", text="/start")
     (choose,) = await chat.video(ANNA)
     assert choose.text == "Сколько копий сделать?"
-    assert [b.data for b in choose.buttons[0]] == ["n:1", "n:5", "n:10"]
+    assert [b.data for b in choose.buttons[0]] == ["n:1:1.mp4", "n:5:1.mp4", "n:10:1.mp4"]
     (quote,) = await chat.send(ANNA, "button", data="n:5")
     assert "5 копий по 4 монеты: всего 20 монет" in quote.text
     confirm = quote.buttons[0][0]

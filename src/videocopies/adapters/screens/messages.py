@@ -94,6 +94,18 @@ MESSAGES: dict[str, Message] = {
     "order_failed": N_("Sorry, the copies could not be made ({reason}). Charged {charged:coins} for copies "
                        "you received{pending}; {released:coins} returned."),
     "pending": N_(", {amount:coins} more for copies on their way"),
+    # Why an order failed: one of the fixed codes (application/use_cases/reason_codes.py), never raw text.
+    "failure_source_unreadable": N_("your video could not be read"),
+    "failure_too_long": N_("your video is too long"),
+    "failure_rendering_failed": N_("making the copies failed"),
+    "failure_storage_full": N_("our storage is full"),
+    "failure_timed_out": N_("it took too long"),
+    "failure_operator_cancelled": N_("an operator stopped it"),
+    "failure_unknown": N_("something went wrong on our side"),
+    "why_unknown": N_("something went wrong while making it"),
+    "grant_gift": N_("a gift from us"),
+    "grant_compensation": N_("to make up for a problem on our side"),
+    "grant_promotion": N_("a promotion"),
     "cancel_requested": N_("Stopping… You will be charged only for copies already sent."),
     "not_enough_coins": N_("Not enough coins: this needs {needed}, you have {available}."),
     "quote_expired": N_("This price has expired. Choose the number of copies again."),

@@ -4,7 +4,7 @@ callback data (Telegram allows 1-64 bytes)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -52,6 +52,13 @@ def _date(value: str | datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
+def _why(t: Callable[..., str], family: str, code: Any, generic: str) -> str:
+    """The words for a reason code; anything else (an unknown code, raw text from an older
+    row) reads as the family's generic reason, never as itself."""
+    name = f"{family}_{code}"
+    return t(name if name in MESSAGES else f"{family}_{generic}")
+
+
 def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
     """One outbox row as the user sees it."""
     def t(name: str, /, **values: Any) -> str:
@@ -69,7 +76,7 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
         first = str(payload.get("reason") or "matches_source").split(",")[0]
         if first == "too_large":  # rendered once, over the upload limit: no "tries" to speak of
             return Screen(t("copy_too_large", n=payload["index"] + 1, copies=payload["copies"]))
-        why = t(f"why_{first}") if f"why_{first}" in MESSAGES else first
+        why = t(f"why_{first}") if f"why_{first}" in MESSAGES else t("why_unknown")
         return Screen(t("copy_failed", n=payload["index"] + 1, copies=payload["copies"], why=why,
                         tries=payload.get("tries", 3), returned=payload.get("returned", 0)))
     if kind == "order_closed":
@@ -83,7 +90,8 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
             return Screen(t("order_done", copies=payload["copies"], total=payload["charged"] + pending))
         if state == "cancelled":
             return Screen(t("order_cancelled", charged=payload["charged"], released=payload["released"]))
-        return Screen(t("order_failed", reason=payload.get("reason") or "?", charged=payload["charged"],
+        return Screen(t("order_failed", reason=_why(t, "failure", payload.get("reason"), "unknown"),
+                        charged=payload["charged"],
                         pending=t("pending", amount=pending) if pending else "", released=payload["released"]))
     screen = payload["screen"]
     if screen == "welcome":
@@ -99,7 +107,7 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
         )
         return Screen(t("packages"), rows)
     if screen == "coins_granted":
-        reason = f" ({payload['reason']})" if payload.get("reason") else ""
+        reason = f" ({_why(t, 'grant', payload['reason'], 'gift')})" if payload.get("reason") else ""
         return Screen(t("coins_granted", amount=payload["amount"], reason=reason))
     if screen == "choose_copies":
         video = f":{payload['video']}" if payload.get("video") else ""  # the video the choice is for

@@ -9,6 +9,7 @@ from datetime import datetime
 from videocopies.application.errors import NotFound
 from videocopies.application.ports import RefusedWrite, UnitOfWork
 from videocopies.application.use_cases.announcements import OrderSettled
+from videocopies.application.use_cases.reason_codes import failure_code
 from videocopies.domain.coins import CoinAccount
 from videocopies.domain.jobs import Job, JobState, LeaseLossReason, LeaseLost
 from videocopies.domain.orders import Order, OrderState
@@ -70,7 +71,7 @@ async def close_order_for_job(uow: UnitOfWork, job: Job, now: datetime) -> None:
         order.request_cancel()
         released = order.finish_cancel()
     elif job.state is JobState.FAILED:
-        released = order.fail(job.last_error or "failed")
+        released = order.fail(failure_code(job.last_error))  # the raw error stays on the job
     elif job.state is JobState.DONE:
         released = order.complete()
     else:

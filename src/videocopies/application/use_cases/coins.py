@@ -12,6 +12,7 @@ from videocopies.application.ports import Clock, GrantRecord, Ids
 from videocopies.application.use_cases._common import UowFactory, load_account
 from videocopies.application.use_cases.announcements import CoinsExpired, CoinsGranted
 from videocopies.application.use_cases.joined import new_or_joined
+from videocopies.application.use_cases.reason_codes import grant_code
 from videocopies.domain.coins import CoinAccount, LotKind
 from videocopies.domain.shared import LotId, UserId
 
@@ -55,7 +56,7 @@ class GrantCoins:
             if cmd.granted_by is not None:
                 record = GrantRecord(lot_id, cmd.user_id, cmd.kind, cmd.amount, cmd.granted_by, cmd.reason, now)
                 await uow.grants.add(record)
-                await uow.record(CoinsGranted(cmd.user_id, lot_id, cmd.amount, cmd.reason, expires_at))
+                await uow.record(CoinsGranted(cmd.user_id, lot_id, cmd.amount, grant_code(cmd.reason), expires_at))
             await uow.commit()
         return lot_id
 
