@@ -59,3 +59,18 @@ async def test_a_choice_for_a_video_no_longer_kept_says_so(chat: Chat) -> None:
     assert gone.text == "The video you sent earlier is no longer kept. Please send it again."
     (other,) = await chat.send(EVA, "button", data="n:5:../../8/1.mp4")
     assert other.text == "The video you sent earlier is no longer kept. Please send it again."
+
+
+async def test_cancel_on_a_closed_order_says_the_order_is_closed(chat: Chat) -> None:
+    await chat.send(EVA, "text", text="/start")
+    (choose,) = await chat.send(EVA, "video", video=_video("401.mp4", 3_000_000))
+    (quote,) = await chat.send(EVA, "button", data=choose.buttons[0][0].data)
+    (confirmed,) = await chat.send(EVA, "button", data=quote.buttons[0][0].data)
+    cancel = confirmed.buttons[0][0].data
+    (cancelled,) = await chat.send(EVA, "button", data=cancel)  # still queued: cancelled at once
+    assert cancelled.text.startswith("Cancelled.")
+    (again,) = await chat.send(EVA, "button", data=cancel)
+    assert again.text == "This order was already cancelled."
+    await chat.users.choose_language(EVA.user_id, "ru")
+    (again,) = await chat.send(EVA, "button", data=cancel)
+    assert again.text == "Этот заказ уже отменён."

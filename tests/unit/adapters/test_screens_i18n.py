@@ -45,6 +45,7 @@ def outbox_rows(c: int) -> dict[str, tuple[str, dict[str, Any]]]:
         "packages": {"packages": [[c, c], [c + 1, c]]},
         "coins_granted": {"amount": c, "reason": None},
         **{f"coins_granted_{code}": {"screen": "coins_granted", "amount": c, "reason": code} for code in GRANTS},
+        **{f"cancel_too_late_{s}": {"screen": "cancel_too_late", "state": s} for s in ("done", "cancelled", "failed")},
         "choose_copies": {"prices": [[c, c]]},
         "quote": {"copies": c, "per_copy": c, "total": c, "expires_at": WHEN, "confirm_data": "c:o"},
         "confirmed": {"order_id": "order-1", "copies": c, "total": c},
@@ -73,7 +74,8 @@ def outbox_rows(c: int) -> dict[str, tuple[str, dict[str, Any]]]:
     }
     for name in ("offer_withdrawn", "payments_unavailable", "cancel_requested", "quote_expired",
                  "already_confirmed", "busy", "video_format", "video_unavailable", "unreadable",
-                 "send_video_first", "send_video_again", "button_invalid", "not_found", "unknown", "language_chosen"):
+                 "send_video_first", "send_video_again", "button_invalid", "button_stale", "not_found", "unknown",
+                 "language_chosen"):
         screens[name] = {}
     for name, payload in screens.items():
         rows[name] = ("screen", {"screen": name, **payload})

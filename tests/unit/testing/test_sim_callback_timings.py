@@ -36,7 +36,9 @@ async def test_each_press_is_listed_with_when_it_was_made_and_answered(tmp_path)
         only_bob = (await sim.get("/_sim/callback_queries", params={"users": str(bob.id)})).json()["callback_queries"]
     state.close()
     assert sorted(everyone, key=lambda q: q["user_id"] != ann.id) == [
-        {"id": pressed[ann.id], "user_id": ann.id, "pressed_at": 1_000_000.0, "answered_at": 1_000_000.25},
-        {"id": pressed[bob.id], "user_id": bob.id, "pressed_at": 1_000_000.0, "answered_at": None},
+        {"id": pressed[ann.id], "user_id": ann.id, "pressed_at": 1_000_000.0, "answered_at": 1_000_000.25,
+         "text": None},
+        {"id": pressed[bob.id], "user_id": bob.id, "pressed_at": 1_000_000.0, "answered_at": None, "text": None},
     ]
-    assert only_bob == [{"id": pressed[bob.id], "user_id": bob.id, "pressed_at": 1_000_000.0, "answered_at": None}]
+    assert only_bob == [{"id": pressed[bob.id], "user_id": bob.id, "pressed_at": 1_000_000.0, "answered_at": None,
+                         "text": None}]

@@ -109,6 +109,8 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
     if screen == "coins_granted":
         reason = f" ({_why(t, 'grant', payload['reason'], 'gift')})" if payload.get("reason") else ""
         return Screen(t("coins_granted", amount=payload["amount"], reason=reason))
+    if screen == "cancel_too_late":  # the order's state says why nothing is cancelled
+        return Screen(_why(t, "cancel_too_late", payload.get("state"), "failed"))
     if screen == "choose_copies":
         video = f":{payload['video']}" if payload.get("video") else ""  # the video the choice is for
         row = tuple(Button(t("copies_button", n=n, price=price), f"n:{n}{video}") for n, price in payload["prices"])

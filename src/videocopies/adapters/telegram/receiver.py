@@ -26,7 +26,7 @@ from videocopies.adapters.telegram.blocked import BlockedChats
 from videocopies.adapters.telegram.botapi import LeanBotApi
 from videocopies.adapters.telegram.downloads import Downloads
 from videocopies.adapters.telegram.supervise import sleep_unless, until_stopped
-from videocopies.adapters.telegram.updates import event_of, is_update_id, unreadable, user_of
+from videocopies.adapters.telegram.updates import event_of, is_update_id, known_button, unreadable, user_of
 from videocopies.application.ports import language_of
 
 log = logging.getLogger(__name__)
@@ -148,6 +148,12 @@ class Receiver:
             self.counts["unreadable_dropped"] += 1
             return None
         if (query := update.get("callback_query")) is not None:
+            if not known_button(query.get("data")) and isinstance(query.get("from"), dict):
+                # A button no release of the bot made: nothing for core to decide, told at once.
+                language = language_of(query["from"].get("language_code"))
+                self._answer_soon(str(query.get("id", "")), text(language, "button_stale"))
+                self.counts["stale_buttons"] += 1
+                return None
             self._answer_soon(str(query.get("id", "")))
         if (checkout := update.get("pre_checkout_query")) is not None:
             task = asyncio.ensure_future(self._pre_checkout(checkout))
@@ -158,18 +164,20 @@ class Receiver:
             self._blocked.wrote(event["user"]["id"])
         return event
 
-    def _answer_soon(self, query_id: str) -> None:
+    def _answer_soon(self, query_id: str, said: str | None = None) -> None:
         if not query_id or query_id in self._answered:
             return
         self._answered[query_id] = None
         while len(self._answered) > 10_000:
             self._answered.popitem(last=False)
-        task = asyncio.ensure_future(self._answer(query_id))
+        task = asyncio.ensure_future(self._answer(query_id, said))
         self._side.add(task)
         task.add_done_callback(self._side.discard)
 
-    async def _answer(self, query_id: str) -> None:
+    async def _answer(self, query_id: str, said: str | None = None) -> None:
         what, body = f"callback {query_id}", {"callback_query_id": query_id}
+        if said:
+            body["text"] = said
         if not await _answered(lambda: self._api.call(AnswerCallbackQuery, body, timeout_s=10.0), what):
             self.counts["answers_lost"] += 1
 

@@ -4,9 +4,17 @@ event, unreadable, so the user is answered and it is counted."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 VIDEO_TYPES_TO_PROBE = ("video/", "application/octet-stream")
+# The callback data the bot's buttons carry (adapters/screens/render.py), those of older releases
+# included: anything else is a button no release of the bot meant, answered by edge at once.
+_BUTTONS = re.compile(r"n:\d+(:[A-Za-z0-9._-]+)?|c:[^:]+:\d+:\d+:.+|x:.+|buy|l:[a-z]{2}|b:\d+|h:.+")
+
+
+def known_button(data: Any) -> bool:
+    return isinstance(data, str) and _BUTTONS.fullmatch(data) is not None
 
 
 def event_of(update: dict[str, Any], download_limit: int) -> dict[str, Any] | None:

@@ -13,6 +13,8 @@ from videocopies.application.bot.settings import BotSettings
 from videocopies.application.errors import Conflict, NotFound, ServiceBusy
 from videocopies.application.objects import SOURCE_GONE
 from videocopies.application.ports import BotUser, BotUsers, Clock, OutboxMessage, StoredVideo
+from videocopies.application.use_cases._common import UowFactory
+from videocopies.application.use_cases.joined import new_or_joined
 from videocopies.domain.coins import InsufficientCoins
 from videocopies.domain.orders import OrderNotInState, OrderState
 from videocopies.domain.pricing import PricingPolicy, Quote, QuoteAlreadyUsed, QuoteExpired, QuoteKeys, TariffRetired
@@ -28,6 +30,7 @@ _HOUR = timedelta(hours=1)
 class OrderTalk:
     """Part of Conversation (which holds these)."""
 
+    uow: UowFactory
     users: BotUsers
     clock: Clock
     policy: PricingPolicy
@@ -137,6 +140,11 @@ class OrderTalk:
             replies.screen("send_video_again")  # nothing reserved
 
     async def _cancel(self, user: BotUser, order_id: OrderId, replies: Replies) -> None:
+        async with new_or_joined(self.uow) as uow:
+            order = await uow.orders.get(order_id)
+        if order is not None and order.user_id == user.user_id and order.is_final:
+            replies.screen("cancel_too_late", state=order.state.value)  # a button left on a closed order
+            return
         try:
             state = await self.cancel_order(uc.CancelOrderCommand(user.user_id, order_id))
         except NotFound:

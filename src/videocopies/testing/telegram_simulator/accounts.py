@@ -111,9 +111,11 @@ class CallbackQuery:
     pressed_at: float
     answered: bool = False
     answered_at: float | None = None  # when answerCallbackQuery took effect (a call drawn slow: after its delay)
+    text: str | None = None  # what the answer told the user, if anything
 
     def to_json(self) -> dict:
-        return {"id": self.id, "user_id": self.user_id, "pressed_at": self.pressed_at, "answered_at": self.answered_at}
+        return {"id": self.id, "user_id": self.user_id, "pressed_at": self.pressed_at, "answered_at": self.answered_at,
+                "text": self.text}
 
 
 @attrs.define(eq=False)

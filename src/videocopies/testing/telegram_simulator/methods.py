@@ -160,6 +160,7 @@ def answer_callback_query(state: SimulatorState, bot: BotAccount, p: Params) -> 
     if len(p.str("text", "")) > 200:
         raise bad_request("MESSAGE_TOO_LONG")
     query.answered, query.answered_at = True, state.clock()
+    query.text = p.str("text", "") or None
     return True
 
 
