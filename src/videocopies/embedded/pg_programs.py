@@ -48,6 +48,37 @@ def pg_bindir(major: str | None = None) -> Path:
     return first
 
 
+def client_bindir(server_major: int) -> Path:
+    """Where a client program for a server of `server_major` is: pg_dump refuses a server newer
+    than itself, and an archive must be read by a pg_restore at least as new as the pg_dump
+    that wrote it. The server's own major when installed, else the oldest newer one."""
+    override = os.environ.get("VIDEOCOPIES_PG_BINDIR")
+    if override:
+        return pg_bindir()
+    newer: list[tuple[int, Path]] = []
+    for bindir in _installed():
+        major = major_version(bindir)
+        if major is not None and major.isdigit() and int(major) >= server_major:
+            if int(major) == server_major:
+                return bindir
+            newer.append((int(major), bindir))
+    if newer:
+        return min(newer)[1]
+    found = ", ".join(sorted({m for b in _installed() if (m := major_version(b))})) or "none"
+    raise LocalServerError(
+        f"no PostgreSQL programs of version {server_major} or newer (installed: {found}); "
+        f"set VIDEOCOPIES_PG_BINDIR to the bin directory of PostgreSQL {server_major}"
+    )
+
+
+def installed_newest_first() -> list[Path]:
+    """Every installed bin directory (VIDEOCOPIES_PG_BINDIR alone when set), newest major first."""
+    if os.environ.get("VIDEOCOPIES_PG_BINDIR"):
+        return [pg_bindir()]
+    majors = [(int(major) if (major := major_version(b)) and major.isdigit() else 0, b) for b in _installed()]
+    return [bindir for _, bindir in sorted(majors, key=lambda found: -found[0])]
+
+
 def major_version(bindir: Path) -> str | None:
     """18 for PostgreSQL 18.6, as in a data directory's PG_VERSION."""
     try:

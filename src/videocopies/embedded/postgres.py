@@ -53,8 +53,12 @@ class LocalPostgres(LocalServer):
         durable: bool = False,
         max_connections: int = 300,
         extra_settings: Mapping[str, str] | None = None,
+        major: str | None = None,
     ) -> None:
+        """`major`: the version a new data directory is made with, when installed (an existing
+        one always opens with the version that made it)."""
         super().__init__(base_dir, port, "videocopies-pg-")
+        self.major = major
         self.durable = durable
         self.max_connections = max_connections
         self.extra_settings = dict(extra_settings or {})
@@ -138,7 +142,7 @@ class LocalPostgres(LocalServer):
         run(as_service_user(argv), f"pg_ctl {action} on port {self.port}", self.base_dir, self.log_path, log_start)
 
     def _find_programs(self) -> None:
-        self._bindir = pg_bindir(self._made_by())
+        self._bindir = pg_bindir(self._made_by() or self.major)
 
     def _made_by(self) -> str | None:
         """The major version that made the data directory, the only one that can open it."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import secrets
 import subprocess
 import tempfile
@@ -19,11 +20,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import attrs
+import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.ledger_audit import LedgerAudit, audit_ledger
-from videocopies.embedded.postgres import LocalPostgres, pg_bindir
+from videocopies.embedded.pg_programs import client_bindir, installed_newest_first
+from videocopies.embedded.postgres import LocalPostgres
 
 RESTORED = "restored"
 
@@ -71,9 +74,12 @@ def create_backup(url: str, out: Path | None = None) -> Backup:
     began = time.monotonic()
     schema = migrate.status(url)  # a missing, unreachable or empty database is refused here
     out = out or default_name(schema.database)
+    with psycopg.connect(url) as conn:
+        server_major = conn.info.server_version // 10000
     with _partial_beside(out) as partial, _password_apart(url) as (conninfo, env):
         _run(
-            [pg_bindir() / "pg_dump", "--format=custom", "--no-password", "--file", partial, "--dbname", conninfo],
+            [client_bindir(server_major) / "pg_dump", "--format=custom", "--no-password", "--file", partial,
+             "--dbname", conninfo],
             "pg_dump", env,
         )
         _sync(partial)
@@ -88,18 +94,18 @@ def verify_backup(path: Path) -> Verification:
     if not path.is_file():
         raise BackupError(f"{path}: no such file")
     size, digest = _fingerprint(path)
-    try:
-        _run([pg_bindir() / "pg_restore", "--list", path], "reading the archive")
-    except BackupError as unreadable:
-        raise BackupError(f"{path} is not a readable pg_dump archive: {unreadable}") from None
-    scratch = LocalPostgres()
+    dumped_from, dumped_by = _versions(path)
+    # Restored into the major it was dumped from when that is installed, by a pg_restore at least
+    # as new as the pg_dump that wrote it.
+    restore = client_bindir(dumped_by) / "pg_restore"
+    scratch = LocalPostgres(major=str(dumped_from))
     began = time.monotonic()
     with scratch:
         started = time.monotonic()
         scratch.create_database(RESTORED)
         url = scratch.url(RESTORED)
         with _password_apart(url) as (conninfo, env):
-            argv = [pg_bindir() / "pg_restore", "--exit-on-error", "--no-owner", "--no-privileges", "--dbname",
+            argv = [restore, "--exit-on-error", "--no-owner", "--no-privileges", "--dbname",
                     conninfo, path]
             _run(argv, "pg_restore into the scratch cluster", env)
         restored = time.monotonic()
@@ -116,6 +122,25 @@ def verify_backup(path: Path) -> Verification:
         path, size, digest, started - began, restored - started, checked - restored, scratch.base_dir,
         schema, refusal, audit,
     )
+
+
+def _versions(path: Path) -> tuple[int, int]:
+    """The major versions of the server an archive was dumped from and of the pg_dump that
+    dumped it, as the newest pg_restore installed lists them (an older one may not read it)."""
+    listed, error = None, ""
+    for bindir in installed_newest_first():
+        result = subprocess.run([str(bindir / "pg_restore"), "--list", str(path)], capture_output=True, text=True)
+        if result.returncode == 0:
+            listed = result.stdout
+            break
+        error = error or result.stderr.strip()
+    if listed is None:
+        raise BackupError(f"{path} is not a readable pg_dump archive: {error or 'no pg_restore installed'}")
+    found_from = re.search(r"Dumped from database version: (\d+)", listed)
+    found_by = re.search(r"Dumped by pg_dump version: (\d+)", listed)
+    if found_from is None or found_by is None:
+        raise BackupError(f"{path}: its table of contents names no versions")
+    return int(found_from.group(1)), int(found_by.group(1))
 
 
 def _run(argv: list[str | Path], what: str, env: dict[str, str] | None = None) -> None:
