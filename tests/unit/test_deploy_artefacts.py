@@ -258,13 +258,39 @@ def test_the_image_exposes_only_ports_roles_listen_on_by_default() -> None:
     assert dockerfile()["USER"] != ["root"]
 
 
+def balanced() -> dict[str, tuple[int, list[tuple[str, int]]]]:
+    """Each balancer service in compose: the port its HAProxy binds and the host:port of each
+    server behind it, from the configuration file the service mounts."""
+    found = {}
+    for name, service in yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"].items():
+        if not str(service.get("image", "")).startswith("haproxy:"):
+            continue
+        (mounted,) = [v.split(":")[0] for v in service["volumes"] if v.endswith("haproxy.cfg:ro")]
+        config = (DEPLOY / mounted).read_text()
+        (bind,) = re.findall(r"^\s*bind \S*:(\d+)", config, re.M)
+        servers = [(host, int(port)) for host, port in re.findall(r"^\s*server \S+ ([\w.-]+):(\d+)", config, re.M)]
+        found[name] = (int(bind), servers)
+    return found
+
+
 def test_nodes_in_compose_reach_a_service_that_listens_there(token: Path) -> None:
+    """Straight to a core, or to a balancer whose every server is a core listening there."""
     by_name = {launch.where.split()[-1]: launch for launch in compose_launches()}
     ports = {name: role_settings(launch, token)[0].port for name, launch in by_name.items() if launch.role == "core"}
+    balancers = balanced()
+    assert all(servers and all(ports.get(host) == port for host, port in servers)
+               for _, servers in balancers.values()), balancers
+    ports |= {name: bind for name, (bind, _) in balancers.items()}
     urls = {launch.where: urlsplit(launch.env["VIDEOCOPIES_CORE_URL"])
             for launch in by_name.values() if "VIDEOCOPIES_CORE_URL" in launch.env}
     assert urls and {where: (url.hostname, url.port) for where, url in urls.items()
                      if ports.get(url.hostname or "") != url.port} == {}
+
+
+def test_compose_runs_two_cores_behind_the_balancer(token: Path) -> None:
+    cores = [launch.where.split()[-1] for launch in compose_launches() if launch.role == "core"]
+    assert len(cores) == 2
+    assert [sorted(host for host, _ in servers) for _, servers in balanced().values()] == [sorted(cores)]
 
 
 def test_units_stop_by_sigterm_in_the_time_the_role_needs_and_write_only_their_own_paths(token: Path) -> None:
