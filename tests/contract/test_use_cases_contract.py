@@ -56,7 +56,7 @@ async def test_the_seed_example(backend: Backend) -> None:
     assert await balance(b) == (42, 0, 8, 0)
     async with b.new_uow() as uow:
         kinds = [m.kind for _, m in await uow.outbox.pending(10)]
-    assert kinds == ["copy_ready", "copy_ready", "order_closed"]
+    assert kinds == ["copy_ready", "progress", "copy_ready", "progress", "order_closed"]  # progress: delivered 1, 2
 
 
 async def test_expired_lot_gets_returned_coins_as_expired(backend: Backend) -> None:

@@ -66,6 +66,7 @@ async def test_a_user_who_blocked_the_bot_gets_nothing_more_and_pays_only_for_wh
     assert await api.rows("SELECT kind, delivery FROM outbox WHERE user_id = 700 ORDER BY id") == [
         ("copy_ready", {"message_id": 1, "file_id": "f1"}),
         ("copy_ready", {"error": BLOCKED, "refusal": "blocked"}),
+        ("progress", {"error": "blocked"}),  # the delivered copy, for the order's progress message
         ("order_closed", {"error": "blocked"}),
     ]
     (blocked_at,), = await api.rows("SELECT blocked_at FROM bot_users WHERE user_id = 700")

@@ -29,6 +29,9 @@ class InProcessJobLeases:
         renewed = await self._cases.renew_lease()(uc.RenewLeaseCommand(job_id, token, self._worker))
         return bool(renewed.cancel_requested)
 
+    async def progress(self, job_id: JobId, token: OwnerToken, index: int, percent: int) -> None:
+        await self._cases.report_progress()(uc.ReportProgressCommand(job_id, token, index, percent, self._worker))
+
     async def checkpoint(self, job_id: JobId, token: OwnerToken, index: int, artifact: CopyArtifact) -> bool:
         return bool(
             await self._cases.checkpoint_copy()(uc.CheckpointCopyCommand(job_id, token, index, artifact, self._worker))

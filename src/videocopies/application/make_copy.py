@@ -5,7 +5,9 @@ quality gate, rendering the plan's next variant while it misses."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -79,6 +81,7 @@ class MakeCopy:
         plan: EffectsPlan,
         fingerprints: dict[int, tuple[int, ...]],
         index: int,
+        on_progress: Callable[[float], None] | None = None,
     ) -> tuple[ProbeResult | None, CopyQuality | None]:
         """Render and verify the copy; with a quality gate, render it again with the next variant
         of its plan while it misses a threshold, at most MAX_RERENDERS times. The variants depend
@@ -87,12 +90,13 @@ class MakeCopy:
         quality = None
         # The first render keeps the source's frames for the gate; later ones reuse them.
         kept = source.with_name("source-frames.nut")
+        progress: dict[str, Any] = {"on_progress": on_progress} if on_progress is not None else {}
         for attempt in range(MAX_RERENDERS + 1):
             used = variant(plan, attempt)
             if self._inspector is not None and not kept.exists():
-                await self._transcoder.render(used, source, target, source_frames=kept)
+                await self._transcoder.render(used, source, target, source_frames=kept, **progress)
             else:
-                await self._transcoder.render(used, source, target)
+                await self._transcoder.render(used, source, target, **progress)
             self._check_fits(target, index)
             if self._inspector is None:
                 made = await self._prober.probe(target, full_decode=True)

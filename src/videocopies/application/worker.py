@@ -24,6 +24,8 @@ from videocopies.application.ports import (
     Prober,
     Transcoder,
 )
+from videocopies.application.progress import ProgressReports
+from videocopies.application.worker_figures import WorkerFigures
 from videocopies.domain.jobs import CopyArtifact, LeaseLost
 from videocopies.domain.quality import QualityThresholds
 from videocopies.domain.shared import WorkerId
@@ -60,6 +62,7 @@ class WorkerSettings:
     worker_id: WorkerId
     work_root: Path
     renew_every_s: float = 10.0
+    progress_every_s: float = 2.5  # how often at most the user's progress bar may move
     # Copy size to source size: 0.3-0.5 typically, 2.08 at worst measured (grain 6 at CRF 20
     # on a synthetic 720x1280 clip, in `make demo`), so budget 2.2 and a margin on top.
     copy_to_source: float = 2.2
@@ -97,10 +100,12 @@ class Worker:
         inspector: CopyInspector | None = None,
         thresholds: QualityThresholds | None = None,
         source_prober: Prober | None = None,
+        figures: WorkerFigures | None = None,
     ) -> None:
         """`prober` verifies copies; `source_prober` (by default the same) refuses a source
         over the service's limits, which a copy need not meet (a slowed copy lasts longer)."""
         self._leases, self._files, self._disk, self._settings = leases, files, disk, settings
+        self.figures = figures or WorkerFigures()
         self._source_prober = source_prober or prober
         self._make = MakeCopy(
             transcoder, prober, inspector, thresholds or QualityThresholds(), settings.duration_tolerance_s,
@@ -145,8 +150,10 @@ class Worker:
         workdir.mkdir(parents=True, exist_ok=True)
         stop = asyncio.Event()
         outcome = {"why": ""}
-        render = asyncio.create_task(self._render(job, workdir))
+        progress = ProgressReports(self._leases, job, self._settings.progress_every_s)
+        render = asyncio.create_task(self._render(job, workdir, progress))
         renewer = asyncio.create_task(self._keep_lease(job, render, stop, outcome))
+        reporter = asyncio.create_task(progress.run(stop))
         try:
             await render
             return await self._finish(job, "done")
@@ -174,6 +181,9 @@ class Worker:
             renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
+            reporter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reporter
             shutil.rmtree(workdir, ignore_errors=True)
 
     async def _finish(self, job: ClaimedJob, how: str, reason: str = "", retryable: bool = True) -> str:
@@ -212,10 +222,11 @@ class Worker:
                 render.cancel()
                 return
 
-    async def _render(self, job: ClaimedJob, workdir: Path) -> None:
+    async def _render(self, job: ClaimedJob, workdir: Path, progress: ProgressReports) -> None:
         source = workdir / "source"
         await self._files.fetch_source(job, source)
         size = source.stat().st_size
+        self.figures.downloaded_bytes += size
         needed = disk_needed(size, len(job.remaining), self._settings)
         if (free := self._disk.free_bytes(workdir)) < needed:
             raise NotEnoughDisk(needed, free)
@@ -229,7 +240,9 @@ class Worker:
         for index, plan in job.remaining:
             target = workdir / f"copy-{index}.mp4"
             try:
-                made, quality = await self._make(job.job_id, source, target, original, plan, fingerprints, index)
+                made, quality = await self._make(
+                    job.job_id, source, target, original, plan, fingerprints, index, progress.of_copy(index)
+                )
             except CopyTooLarge as large:
                 log.warning("job %s: %s; given up", job.job_id, large)
                 await self._leases.give_up_copy(job.job_id, job.token, index, "too_large", None)
@@ -243,8 +256,10 @@ class Worker:
                 continue
             key, stored_size, sha256 = await _not_abandoned(self._files.store_copy(job, index, target))
             target.unlink()
+            self.figures.uploaded_bytes += stored_size
             artifact = CopyArtifact(key, stored_size, sha256, made.duration_s, made.width, made.height, quality)
             await self._leases.checkpoint(job.job_id, job.token, index, artifact)
+            self.figures.copies_made += 1
             if index != job.remaining[-1][0] and await self._leases.renew(job.job_id, job.token):
                 # Asked between renewals (a user who blocked the bot, a Cancel press): no
                 # further copy is begun, rather than rendering on until the next renewal.

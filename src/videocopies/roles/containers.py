@@ -140,6 +140,7 @@ class UseCases(containers.DeclarativeContainer):
     renew_lease = providers.Singleton(
         uc.RenewLease, uow=gateways.lease_uow.provider, clock=gateways.clock, ttl=settings.provided.lease_ttl
     )
+    report_progress = providers.Singleton(uc.ReportProgress, uow=gateways.lease_uow.provider, clock=gateways.clock)
     checkpoint_copy = providers.Singleton(uc.CheckpointCopy, uow=gateways.lease_uow.provider, clock=gateways.clock)
     give_up_copy = providers.Singleton(uc.GiveUpCopy, uow=gateways.lease_uow.provider, clock=gateways.clock)
     complete_job = providers.Singleton(uc.CompleteJob, uow=gateways.lease_uow.provider, clock=gateways.clock)

@@ -102,6 +102,7 @@ class Core:
             renew_lease=cases.renew_lease(), checkpoint_copy=cases.checkpoint_copy(), give_up_copy=cases.give_up_copy(),
             complete_job=cases.complete_job(), fail_job=cases.fail_job(),
             acknowledge_cancel=cases.acknowledge_cancel(), inspect_held_job=cases.inspect_held_job(),
+            report_progress=cases.report_progress(),
             store=store, info=self.info, queued=self.outbox_news.queued, metrics=self.metrics,
             relocation=Relocation(moved=self._moved, allowed_hosts=relocation_hosts),
         )

@@ -41,9 +41,11 @@ class TimedTranscoder:
         self._inner = inner
         self.seconds: dict[int, float] = {}
 
-    async def render(self, plan: EffectsPlan, source: Path, target: Path, source_frames: Path | None = None) -> None:
+    async def render(
+        self, plan: EffectsPlan, source: Path, target: Path, source_frames: Path | None = None, **more: Any
+    ) -> None:
         began = time.perf_counter()
-        await self._inner.render(plan, source, target, source_frames=source_frames)
+        await self._inner.render(plan, source, target, source_frames=source_frames, **more)
         self.seconds[plan.copy_index] = round(time.perf_counter() - began, 3)
 
 

@@ -36,6 +36,10 @@ def outbox_rows(c: int) -> dict[str, tuple[str, dict[str, Any]]]:
     for code in FAILURES:
         rows[f"order_failed_{code}"] = ("order_closed", {"state": "failed", "copies": c, "charged": c, "pending": 0,
                                                          "released": c, "reason": code})
+    rows["progress"] = ("progress", {"order_id": "order-1", "copies": c, "total": c, "delivered": c - 1,
+                                     "index": c - 1, "percent": 40})
+    rows["progress_delivered"] = ("progress", {"order_id": "order-1", "copies": c, "total": c, "delivered": c,
+                                               "index": None, "percent": None})
     for why in ("looks_different", "matches_source", "matches_other_copy", "unknown"):
         rows[f"copy_failed_{why}"] = ("copy_failed", {"index": c - 1, "copies": c, "reason": why, "tries": c,
                                                       "returned": c})

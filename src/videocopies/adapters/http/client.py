@@ -232,6 +232,10 @@ class HttpJobLeases:
         answer = await self._core.call("POST", f"/v1/jobs/{job_id}/renew", {"token": token})
         return bool(answer["cancel_requested"])
 
+    async def progress(self, job_id: JobId, token: OwnerToken, index: int, percent: int) -> None:
+        body = {"token": token, "percent": percent}
+        await self._core.call("POST", f"/v1/jobs/{job_id}/copies/{index}/progress", body)
+
     async def checkpoint(self, job_id: JobId, token: OwnerToken, index: int, artifact: CopyArtifact) -> bool:
         body = {
             "token": token, "object_key": artifact.object_key, "size": artifact.size, "sha256": artifact.sha256,

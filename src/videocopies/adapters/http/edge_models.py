@@ -125,6 +125,18 @@ class InvoiceOut(BaseModel):
     stars: int
 
 
+class ProgressOut(BaseModel):
+    """The message shows an order's progress: `carrier`, it is the message later states edit;
+    otherwise edit message `edit` (unknown: null) or the one this edge last sent for the order.
+    Only the newest unsent state of an order is worth sending; `final` states never drop."""
+
+    order_id: str
+    carrier: bool = False
+    edit: int | None = None
+    final: bool = False
+    rendering: bool = False
+
+
 class MessageOut(BaseModel):
     id: int
     chat_id: int
@@ -133,6 +145,7 @@ class MessageOut(BaseModel):
     buttons: list[list[ButtonOut]]
     video: VideoOut | None
     invoice: InvoiceOut | None = None
+    progress: ProgressOut | None = None
 
 
 class ClaimOut(BaseModel):
@@ -149,6 +162,10 @@ class SentIn(Body):
     message_id: int | None = Field(None, ge=0, le=2**53)
     file_id: str | None = Field(None, max_length=256, pattern=IDENTIFIER)
     error: str | None = Field(None, max_length=1000, pattern=NO_NUL, description="Given up: Telegram refused it.")
+    moved: bool | None = Field(
+        None, description="A progress edit whose message could not be edited was sent as a new message, "
+                          "`message_id`: the order's later edits go to it.",
+    )
     refusal: Literal["blocked", "chat_not_found", "too_large", "rejected", "gave_up"] | None = Field(
         None, description="What kind of refusal `error` is. blocked, chat_not_found: the user's open orders are "
                           "cancelled and their other messages given up; too_large: the copy is not charged and "

@@ -58,6 +58,9 @@ def outbox_router(services: EdgeApiServices, node_with: NodeWith) -> APIRouter:
             if claimed or loop.time() >= deadline or not await services.news.wait(deadline - loop.time()):
                 break
         languages = await services.languages(sorted({m.user_id for m in claimed}))
+        shown_in = await services.outbox.progress_messages(sorted({
+            str(m.payload["order_id"]) for m in claimed if m.kind in PROGRESS_EDITS and m.payload.get("order_id")
+        }))
         messages = []
         for m in claimed:
             screen = render(m.kind, m.payload, languages.get(m.user_id, "en"))
@@ -71,6 +74,7 @@ def outbox_router(services: EdgeApiServices, node_with: NodeWith) -> APIRouter:
                 "id": m.message_id, "chat_id": m.user_id, "kind": m.kind, "text": screen.text,
                 "buttons": [[{"text": b.text, "data": b.data} for b in row] for row in screen.buttons],
                 "video": video, "invoice": attrs.asdict(screen.invoice) if screen.invoice else None,
+                "progress": _progress(m, shown_in),
             })
         # A batch is hundreds of screens: written out directly, as ClaimOut describes it,
         # rather than built as models and then checked against them field by field.
@@ -126,6 +130,21 @@ def outbox_router(services: EdgeApiServices, node_with: NodeWith) -> APIRouter:
     return router
 
 
+PROGRESS_EDITS = ("progress", "order_closed")
+
+
+def _progress(m: QueuedMessage, shown_in: dict[str, int]) -> dict[str, Any] | None:
+    """How a message belongs to its order's progress message: the accepted screen is that
+    message (`carrier`); a later state edits it (`edit`: its Telegram message id, when known)."""
+    if m.kind == "screen" and m.payload.get("screen") == "confirmed":
+        return {"order_id": str(m.payload["order_id"]), "carrier": True}
+    if m.kind not in PROGRESS_EDITS or not m.payload.get("order_id"):
+        return None
+    order_id = str(m.payload["order_id"])
+    return {"order_id": order_id, "edit": shown_in.get(order_id), "final": m.kind == "order_closed",
+            "rendering": m.kind == "progress" and m.payload.get("index") is not None}
+
+
 async def _give_up_dead(services: EdgeApiServices, claimed: Sequence[QueuedMessage]) -> set[int]:
     blocked = [m for m in claimed if m.blocked]
     worn = [m for m in claimed if not m.blocked and m.attempts > services.max_attempts]
@@ -168,6 +187,10 @@ async def _record(services: EdgeApiServices, reports: Sequence[ReportIn]) -> dic
             }, f"out:{m.message_id}:too_large")
             for m in too_large
         ])
+    moved = [r for r in reports if r.moved and r.message_id]
+    for m in await services.outbox.among(sorted(r.id for r in moved)) if moved else []:
+        if m.payload.get("order_id"):
+            await services.outbox.progress_moved(str(m.payload["order_id"]), by_id[m.message_id].message_id or 0)
     unreachable = {r.id: r.refusal for r in reports if r.refusal in UNREACHABLE}
     if unreachable and services.stop_serving is not None:
         users = {m.user_id: unreachable[m.message_id] for m in await services.outbox.among(sorted(unreachable))}

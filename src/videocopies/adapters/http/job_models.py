@@ -21,7 +21,9 @@ class ClaimRequest(Body):
     )
     stats: dict[StatName, Annotated[int, Field(ge=0, le=2**53)]] | None = Field(
         None, max_length=16, description="The worker's own figures (scratch_used_bytes, scratch_files), shown in "
-                                         "/metrics as videocopies_scratch{role=\"worker\"}.",
+                                         "/metrics as videocopies_scratch{role=\"worker\"}; copies_made, cpu_ms, "
+                                         "children_cpu_ms, rss_bytes, downloaded_bytes, uploaded_bytes as "
+                                         "videocopies_worker_*{node}.",
     )
 
 
@@ -46,6 +48,10 @@ class ClaimResponse(BaseModel):
 
 class LeaseBody(Body):
     token: str = Field(min_length=1, max_length=128, pattern=IDENTIFIER)
+
+
+class ProgressRequest(LeaseBody):
+    percent: int = Field(ge=0, le=100)
 
 
 class RenewResponse(BaseModel):

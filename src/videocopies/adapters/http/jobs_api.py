@@ -26,6 +26,7 @@ from videocopies.adapters.http.job_models import (
     GiveUpRequest,
     LeaseBody,
     NodeOut,
+    ProgressRequest,
     RenewResponse,
     UploadRequest,
 )
@@ -60,6 +61,7 @@ class JobApiServices:
     store: ObjectStore | None  # None: workers share core's storage directly, no URLs signed
     info: Callable[[], Awaitable[dict[str, Any]]]
     give_up_copy: Callable[[uc.GiveUpCopyCommand], Awaitable[bool]] | None = None
+    report_progress: Callable[[uc.ReportProgressCommand], Awaitable[bool]] | None = None
     url_ttl: timedelta = timedelta(minutes=15)
     queued: Callable[[], None] = lambda: None  # a write may have queued a message for the user
     metrics: CoreMetrics = attrs.field(factory=CoreMetrics)
@@ -88,9 +90,7 @@ def jobs_router(services: JobApiServices, node_with: NodeWith) -> APIRouter:
     async def claim(body: ClaimRequest, node: Worker, request: Request) -> ClaimResponse:
         """Claim up to `limit` jobs, waiting up to `wait_s` for one; an empty list when none came."""
         if body.stats is not None:
-            services.metrics.scratch_reported(
-                "worker", node.name, body.stats.get("scratch_used_bytes", 0), body.stats.get("scratch_files", 0)
-            )
+            services.metrics.worker_reported(node.name, body.stats)
         claiming = asyncio.ensure_future(
             services.waiters.claim(WorkerId(node.name), body.limit, body.max_source_bytes, body.wait_s)
         )
@@ -115,6 +115,19 @@ def jobs_router(services: JobApiServices, node_with: NodeWith) -> APIRouter:
         """Extend the lease; `cancel_requested` tells the worker to stop."""
         result = await services.renew_lease(uc.RenewLeaseCommand(JobId(job_id), OwnerToken(body.token), _wid(node)))
         return RenewResponse(lease_until=result.lease_until, cancel_requested=result.cancel_requested)
+
+    @router.post("/v1/jobs/{job_id}/copies/{index}/progress")
+    async def progress(job_id: JOB_ID, index: COPY_INDEX, body: ProgressRequest, node: Worker) -> CheckpointResponse:
+        """How far copy `index` is rendered (`percent`), shown to the user in the order's progress
+        message; send it every few seconds at most. `recorded` false: the order has ended."""
+        if services.report_progress is None:
+            raise NotFound("operation", "progress")
+        recorded = await services.report_progress(
+            uc.ReportProgressCommand(JobId(job_id), OwnerToken(body.token), index, body.percent, _wid(node))
+        )
+        if recorded:
+            services.queued()
+        return CheckpointResponse(recorded=recorded)
 
     @router.post("/v1/jobs/{job_id}/copies/{index}/checkpoint")
     async def checkpoint(

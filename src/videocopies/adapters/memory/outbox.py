@@ -11,6 +11,7 @@ from typing import Any
 
 from videocopies.adapters.memory.unit_of_work import InMemoryStore
 from videocopies.application.ports import OutboxMessage, QueuedMessage
+from videocopies.application.use_cases.announcements import progress_key
 from videocopies.application.use_cases.undeliverable import COPY, in_turns
 from videocopies.domain.shared import UserId
 
@@ -117,6 +118,19 @@ class InMemoryOutboxQueue:
     async def retry_later(self, message_id: int, not_before: datetime) -> None:
         if message_id in self._store.outbox and message_id not in self._store.outbox_sent:
             self.claimed_until[message_id] = not_before
+
+    async def progress_messages(self, order_ids: Sequence[str]) -> dict[str, int]:
+        found = {}
+        for message_id, message in self._store.outbox.items():
+            delivered = self.deliveries.get(message_id, {}).get("message_id")
+            if delivered is not None and message.dedup_key in {progress_key(o) for o in order_ids}:
+                found[message.payload["order_id"]] = int(delivered)
+        return found
+
+    async def progress_moved(self, order_id: str, message_id: int) -> None:
+        for sent_id, message in self._store.outbox.items():
+            if message.dedup_key == progress_key(order_id) and sent_id in self._store.outbox_sent:
+                self.deliveries.setdefault(sent_id, {})["message_id"] = message_id
 
     async def anything(self) -> bool:
         return any(True for rows in self._unsent().values() for _ in rows)

@@ -24,6 +24,7 @@ from videocopies.adapters.postgres.peek import glance
 from videocopies.adapters.postgres.pool import fetch_rows
 from videocopies.adapters.postgres.queries import sql
 from videocopies.application.ports import OutboxMessage, QueuedMessage
+from videocopies.application.use_cases.announcements import progress_key
 from videocopies.application.use_cases.undeliverable import in_turns
 
 ClaimedMessage = QueuedMessage  # the name edge_api and older callers know
@@ -111,3 +112,14 @@ class PostgresOutboxQueue:
 
     async def anything(self) -> bool:
         return await glance(self._pool, sql("glance_outbox"))
+
+    async def progress_messages(self, order_ids: Sequence[str]) -> dict[str, int]:
+        """The Telegram message id of each order's progress message, where one was sent."""
+        keys = {progress_key(o): o for o in order_ids}
+        rows = await fetch_rows(self._pool, sql("progress_messages"), [list(keys)])
+        return {keys[r["dedup_key"]]: int(r["message_id"]) for r in rows if r["message_id"] is not None}
+
+    async def progress_moved(self, order_id: str, message_id: int) -> None:
+        """The order's progress message is now `message_id` (the old one could not be edited)."""
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute(sql("outbox_progress_moved"), [message_id, progress_key(order_id)])

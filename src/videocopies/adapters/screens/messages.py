@@ -78,6 +78,8 @@ MESSAGES: dict[str, Message] = {
     "confirm_button": N_("Confirm — {total:coins}"),
     "confirmed": N_("Order accepted: {copies:copies}, {total:coins} reserved. You pay only for copies you receive."),
     "cancel_button": N_("Cancel"),
+    "progress_rendering": N_("Making copy {n} of {copies}: {bar} {percent}%"),
+    "progress_delivered": N_("Delivered: {delivered} of {copies}"),
     "copy_ready": N_("Copy {n} of {copies}"),
     "order_done": Nn_("Your copy is ready: {total:coins}, charged as it arrived.",
                       "All {copies} copies are ready: {total:coins}, each copy charged as it arrives.", "copies"),

@@ -59,11 +59,25 @@ def _why(t: Callable[..., str], family: str, code: Any, generic: str) -> str:
     return t(name if name in MESSAGES else f"{family}_{generic}")
 
 
+def _progress(payload: Mapping[str, Any], t: Callable[..., str]) -> Screen:
+    """An order's accepted screen as it goes: the copy being made, with a bar, and the copies delivered."""
+    copies = payload["copies"]
+    lines = [t("confirmed", copies=copies, total=payload["total"]), ""]
+    if payload.get("index") is not None:
+        percent = int(payload.get("percent") or 0)
+        bar = "▰" * (percent // 10) + "▱" * (10 - percent // 10)
+        lines.append(t("progress_rendering", n=payload["index"] + 1, copies=copies, bar=bar, percent=percent))
+    lines.append(t("progress_delivered", delivered=payload["delivered"], copies=copies))
+    return Screen("\n".join(lines), ((Button(t("cancel_button"), f"x:{payload['order_id']}"),),))
+
+
 def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
     """One outbox row as the user sees it."""
     def t(name: str, /, **values: Any) -> str:
         return text(language, name, **values)
 
+    if kind == "progress":
+        return _progress(payload, t)
     if kind == "copy_ready":
         caption = t("copy_ready", n=payload["index"] + 1, copies=payload["copies"])
         return Screen(caption, video_key=payload["object_key"])

@@ -23,7 +23,7 @@ from aiogram.exceptions import (
     TelegramRetryAfter,
     TelegramServerError,
 )
-from aiogram.methods import SendMessage, TelegramMethod
+from aiogram.methods import EditMessageText, SendMessage, TelegramMethod
 
 from videocopies.adapters.http.wire import JsonWire
 
@@ -68,12 +68,21 @@ class LeanBotApi:
         raise TelegramNetworkError(method=called, message=f"unexpected answer: {text[:200]}")
 
     async def send_text(self, chat_id: int, text: str, buttons: list[list[dict[str, str]]]) -> int:
-        body: dict[str, Any] = {"chat_id": chat_id, "text": text}
-        if buttons:
-            body["reply_markup"] = {"inline_keyboard": [
-                [{"text": b["text"], "callback_data": b["data"]} for b in row] for row in buttons
-            ]}
+        body: dict[str, Any] = {"chat_id": chat_id, "text": text, **_markup(buttons)}
         return int((await self.call(SendMessage, body))["message_id"])
+
+    async def edit_text(self, chat_id: int, message_id: int, text: str, buttons: list[list[dict[str, str]]]) -> None:
+        """Without buttons, the message's buttons are removed (as Telegram does for an edit without markup)."""
+        await self.call(EditMessageText, {"chat_id": chat_id, "message_id": message_id, "text": text,
+                                          **_markup(buttons)})
+
+
+def _markup(buttons: list[list[dict[str, str]]]) -> dict[str, Any]:
+    if not buttons:
+        return {}
+    return {"reply_markup": {"inline_keyboard": [
+        [{"text": b["text"], "callback_data": b["data"]} for b in row] for row in buttons
+    ]}}
 
 
 def _as_json(result: Any) -> Any:

@@ -26,6 +26,13 @@ class Delivery:
     async def close(self) -> None:
         await self._api.close()
 
+    async def edit(
+        self, chat_id: int, message_id: int, text: str, buttons: list[list[dict[str, str]]], urgent: bool
+    ) -> None:
+        """Edit a text message the bot sent, paced like a send; no buttons removes its buttons."""
+        await self._pacer.admit(chat_id, urgent)
+        await self._api.edit_text(chat_id, message_id, text, buttons)
+
     async def send(self, message: dict[str, Any], urgent: bool) -> tuple[int, str | None]:
         """Send one message, paced; its Telegram message id and, for a video, the file id."""
         chat_id = message["chat_id"]

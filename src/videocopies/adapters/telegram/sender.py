@@ -27,6 +27,7 @@ from videocopies.adapters.telegram.blocked import BlockedChats
 from videocopies.adapters.telegram.botapi import Refusal, refusal_of
 from videocopies.adapters.telegram.delivery import CopyFetcher, Delivery
 from videocopies.adapters.telegram.pacing import Pacer
+from videocopies.adapters.telegram.progress import ProgressMessages, progress_of
 from videocopies.adapters.telegram.supervise import first_of, sleep_unless, until_stopped
 from videocopies.adapters.telegram.turns import ChatTurns
 
@@ -38,14 +39,15 @@ class Sender:
         self, bot: Bot, core: CoreClient, copies: CopyFetcher, work_dir: Path, *,
         pacer: Pacer | None = None, blocked: BlockedChats | None = None, batch: int = 100, queue_limit: int = 400,
         hold_s: float = 60.0, connections: int = 16, copy_connections: int = 6, attempts: int = 6,
-        longest_pause_s: float = 30.0,
+        longest_pause_s: float = 30.0, progress_every_s: float = 2.5,
         report_every_s: float = 0.05, clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._core = core
         self.pacer = pacer or Pacer()
         self.blocked = blocked or BlockedChats()
         self._delivery = Delivery(bot, copies, work_dir, self.pacer, connections)
-        self._turns = ChatTurns(self.pacer, clock)
+        self.progress = ProgressMessages(self._delivery, progress_every_s, clock)
+        self._turns = ChatTurns(self.pacer, clock, self.progress.due_at)
         self._batch, self._queue_limit, self._hold_s = batch, queue_limit, hold_s
         self._attempts, self._longest_pause_s, self._report_every_s = attempts, longest_pause_s, report_every_s
         self._clock = clock
@@ -124,7 +126,9 @@ class Sender:
             if message["id"] in self._known:
                 continue
             self._known[message["id"]] = now
-            self._turns.add(message)
+            for worthless in self._turns.add(message):  # an older state of a progress message
+                self.counts["progress_coalesced"] += 1
+                self._report({"id": worthless["id"]})
         self._news.set()
 
     # -- sending ----------------------------------------------------------------------------
@@ -161,13 +165,17 @@ class Sender:
                 self._known.pop(message["id"], None)
                 return
             try:
-                message_id, file_id = await self._delivery.send(message, urgent)
+                if progress_of(message) is not None:
+                    report: dict[str, Any] = {"id": message["id"], **await self.progress.show(message, urgent)}
+                else:
+                    message_id, file_id = await self._delivery.send(message, urgent)
+                    self.progress.sent(message, message_id)
+                    report = {"id": message["id"], "message_id": message_id}
+                    if file_id:
+                        report["file_id"] = file_id
             except Exception as error:  # noqa: BLE001 - every outcome is decided below
                 pause_chat_s = self._failed(message, error)
                 return
-            report: dict[str, Any] = {"id": message["id"], "message_id": message_id}
-            if file_id:
-                report["file_id"] = file_id
             self._report(report)
             self.sent += 1
         finally:

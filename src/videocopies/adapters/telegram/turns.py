@@ -1,7 +1,11 @@
 """The messages edge has claimed and not yet sent: one queue per chat, sent in order, one at a
 time per chat. A chat takes its turn when its own pacing allows; chats whose next message is a
 reply to something the user just did go before chats waiting for a copy, and chats waiting for
-copies take turns, so a user's ten copies never hold up another user's welcome."""
+copies take turns, so a user's ten copies never hold up another user's welcome.
+
+A state of an order's progress message takes the place of the one of the same order still
+queued, which is dropped (only the newest is worth showing; an order's end is never dropped),
+and a chat whose next message is a rendering figure waits until that figure is due (`due_at`)."""
 
 from __future__ import annotations
 
@@ -12,13 +16,16 @@ from collections.abc import Callable
 from typing import Any
 
 from videocopies.adapters.telegram.pacing import Pacer
+from videocopies.adapters.telegram.progress import progress_of
 
 COPY = "copy_ready"
 
 
 class ChatTurns:
-    def __init__(self, pacer: Pacer, clock: Callable[[], float]) -> None:
-        self._pacer, self._clock = pacer, clock
+    def __init__(
+        self, pacer: Pacer, clock: Callable[[], float], due_at: Callable[[dict[str, Any]], float] = lambda _: 0.0
+    ) -> None:
+        self._pacer, self._clock, self._due_at = pacer, clock, due_at
         self._chats: dict[int, deque[dict[str, Any]]] = {}
         self._scheduled: set[int] = set()  # chats in a queue below, or being sent to
         self._replies: deque[int] = deque()  # chats whose next message answers the user
@@ -27,12 +34,25 @@ class ChatTurns:
         self._seq = itertools.count()
         self.queued = 0
 
-    def add(self, message: dict[str, Any]) -> None:
+    def add(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """Queue a message; the messages it made worthless (an older state of the same order's
+        progress), taken out of the queue."""
         chat_id = message["chat_id"]
-        self._chats.setdefault(chat_id, deque()).append(message)
+        queue = self._chats.setdefault(chat_id, deque())
+        if (progress := progress_of(message)) is not None:
+            for n, queued in enumerate(queue):
+                older = progress_of(queued)
+                if older is not None and older["order_id"] == progress["order_id"]:
+                    if older.get("final"):
+                        return [message]  # the order's end is shown, whatever comes after it
+                    del queue[n]  # the newer state keeps its own place: after the copies before it
+                    queue.append(message)
+                    return [queued]
+        queue.append(message)
         self.queued += 1
         if chat_id not in self._scheduled:
             self._schedule(chat_id)
+        return []
 
     def requeue(self, message: dict[str, Any]) -> None:
         """A message to try again goes before the rest of its chat."""
@@ -95,7 +115,7 @@ class ChatTurns:
             self._scheduled.discard(chat_id)
             return
         self._scheduled.add(chat_id)
-        ready = self._pacer.chat_ready_at(chat_id)
+        ready = max(self._pacer.chat_ready_at(chat_id), self._due_at(queue[0]))
         if ready > self._clock():
             heapq.heappush(self._later, (ready, next(self._seq), chat_id))
         elif queue[0]["kind"] == COPY:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -11,9 +12,13 @@ from videocopies.domain.effects import EffectsPlan
 
 
 class Transcoder(Protocol):
-    async def render(self, plan: EffectsPlan, source: Path, target: Path, *, source_frames: Path | None = None) -> None:
+    async def render(
+        self, plan: EffectsPlan, source: Path, target: Path, *, source_frames: Path | None = None,
+        on_progress: Callable[[float], None] | None = None,
+    ) -> None:
         """Render the copy; with `source_frames`, also keep there the source frames a
-        CopyInspector compares copies with (the render decodes the source anyway)."""
+        CopyInspector compares copies with (the render decodes the source anyway); `on_progress`
+        hears the fraction done as it goes."""
         ...
 
 

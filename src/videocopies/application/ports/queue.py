@@ -39,6 +39,9 @@ class JobLeases(Protocol):
     async def renew(self, job_id: JobId, token: OwnerToken) -> bool:
         """Extend the lease; True when the user asked to cancel."""
         ...
+    async def progress(self, job_id: JobId, token: OwnerToken, index: int, percent: int) -> None:
+        """How far copy `index` is rendered, for the user's progress message (a few seconds apart)."""
+        ...
     async def checkpoint(self, job_id: JobId, token: OwnerToken, index: int, artifact: CopyArtifact) -> bool: ...
     async def give_up_copy(
         self, job_id: JobId, token: OwnerToken, index: int, reason: str, quality: CopyQuality | None

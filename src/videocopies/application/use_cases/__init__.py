@@ -24,6 +24,8 @@ from videocopies.application.use_cases.lease_writes import (
     InspectHeldJob,
     RenewLease,
     RenewLeaseCommand,
+    ReportProgress,
+    ReportProgressCommand,
 )
 from videocopies.application.use_cases.payments import (
     ConfirmPayments,
@@ -55,4 +57,5 @@ __all__ = [
     "QuoteOrderCommand", "ReconcilePayments", "ReconciliationResult", "RefundPayment", "RefundPaymentCommand",
     "QueuedMessage", "RewardReferral", "StopServingUser", "StopServingUserCommand", "Stopped", "TakePayment",
     "RecordDelivery", "RecordDeliveryCommand", "RenewLease", "RenewLeaseCommand",
+    "ReportProgress", "ReportProgressCommand",
 ]

@@ -66,6 +66,25 @@ class OrderSettled(DomainEvent):
 
 
 @attrs.frozen
+class OrderProgressed(DomainEvent):
+    """An order's copy is being rendered (`index`, `percent` done), or one more was delivered:
+    the order's progress message is edited to show it."""
+
+    user_id: UserId
+    order_id: OrderId
+    copies: int
+    total: int
+    delivered: int
+    index: int | None = None
+    percent: int | None = None
+
+    @classmethod
+    def of(cls, order: Order, index: int | None = None, percent: int | None = None) -> OrderProgressed:
+        return cls(order.user_id, order.order_id, len(order.copies), order.total, order.count(CopyState.DELIVERED),
+                   index, percent)
+
+
+@attrs.frozen
 class CoinsGranted(DomainEvent):
     """Coins given by hand (an operator, a campaign), with the reason they gave."""
 
@@ -154,6 +173,20 @@ def _order_closed(e: OrderSettled) -> OutboxMessage:
     return OutboxMessage(e.user_id, "order_closed", payload, dedup_key=f"closed:{e.order_id}")
 
 
+def progress_key(order_id: str) -> str:
+    """The dedup key of an order's accepted screen, the message its progress edits."""
+    return f"progress:{order_id}"
+
+
+def _progressed(e: OrderProgressed) -> OutboxMessage:
+    """Once per tenth of a copy's render, and once per delivered copy: the edits of the
+    progress message stay few whatever the worker reports."""
+    payload = {"order_id": e.order_id, "copies": e.copies, "total": e.total, "delivered": e.delivered,
+               "index": e.index, "percent": e.percent}
+    step = f"{e.index}:{(e.percent or 0) // 10}" if e.index is not None else f"delivered:{e.delivered}"
+    return OutboxMessage(e.user_id, "progress", payload, dedup_key=f"progress:{e.order_id}:{step}")
+
+
 def _screen(user_id: UserId, dedup_key: str, screen: str, **values: Any) -> OutboxMessage:
     return OutboxMessage(user_id, "screen", {"screen": screen, **values}, dedup_key)
 
@@ -193,6 +226,7 @@ _HANDLERS: dict[type[DomainEvent], Callable[[Any], OutboxMessage]] = {
     CopyReadyToSend: _copy_ready,
     CopyGivenUp: _copy_failed,
     OrderSettled: _order_closed,
+    OrderProgressed: _progressed,
     CoinsGranted: _granted,
     CoinsExpired: _expired,
     ReferralRewarded: _referral,

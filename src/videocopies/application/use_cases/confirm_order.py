@@ -7,6 +7,7 @@ import attrs
 from videocopies.application.errors import ServiceBusy
 from videocopies.application.ports import Clock, Ids, Notifier, OutboxMessage
 from videocopies.application.use_cases._common import UowFactory, load_account, load_order
+from videocopies.application.use_cases.announcements import progress_key
 from videocopies.application.use_cases.grants import reward_first_order
 from videocopies.application.use_cases.joined import after_commit, new_or_joined
 from videocopies.domain.coins import GrantRules
@@ -66,8 +67,8 @@ class ConfirmOrder:
             await uow.jobs.add(job)
             if self._grants is not None:
                 await reward_first_order(uow, cmd.user_id, self._grants, now)
-            if cmd.announce is not None:
-                await uow.outbox.add(cmd.announce)
+            if cmd.announce is not None:  # the message the order's progress is shown in, once
+                await uow.outbox.add(attrs.evolve(cmd.announce, dedup_key=progress_key(order.order_id)))
             await uow.commit()
         after_commit(self._notifier.job_available)
         return order.order_id

@@ -14,7 +14,7 @@ from videocopies.application.use_cases._common import (
     load_job,
     load_order,
 )
-from videocopies.application.use_cases.announcements import CopyGivenUp, CopyReadyToSend
+from videocopies.application.use_cases.announcements import CopyGivenUp, CopyReadyToSend, OrderProgressed
 from videocopies.domain.jobs import CopyArtifact
 from videocopies.domain.quality import MAX_RERENDERS, CopyQuality
 from videocopies.domain.shared import JobId, OrderId, OwnerToken, WorkerId
@@ -48,6 +48,35 @@ class RenewLease:
             result = RenewResult(job.lease.lease_until, cancel)
             await uow.commit(durable=False)
             return result
+
+
+@attrs.frozen
+class ReportProgressCommand:
+    job_id: JobId
+    token: OwnerToken
+    index: int
+    percent: int
+    worker_id: WorkerId | None = None
+
+
+class ReportProgress:
+    """How far the copy being rendered is, shown in the order's progress message. Only the
+    live lease holder may report; a report on an order that has ended says nothing."""
+
+    def __init__(self, uow: UowFactory, clock: Clock) -> None:
+        self._uow, self._clock = uow, clock
+
+    async def __call__(self, cmd: ReportProgressCommand) -> bool:
+        now = self._clock.now()
+        async with lease_write(self._uow, cmd.worker_id, "progress", now) as uow:
+            job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
+            job.check_held(cmd.token, now)
+            order = await load_order(uow, job.order_id)
+            if order.is_final or not 0 <= cmd.index < len(order.copies):
+                return False
+            await uow.record(OrderProgressed.of(order, cmd.index, max(0, min(100, cmd.percent))))
+            await uow.commit(durable=False)  # a lost figure is only a progress bar a step behind
+            return True
 
 
 @attrs.frozen

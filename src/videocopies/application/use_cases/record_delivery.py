@@ -6,6 +6,7 @@ import attrs
 
 from videocopies.application.ports import Clock
 from videocopies.application.use_cases._common import UowFactory, load_account, load_order
+from videocopies.application.use_cases.announcements import OrderProgressed
 from videocopies.domain.shared import OrderId
 
 
@@ -30,6 +31,8 @@ class RecordDelivery:
             if price:
                 account = await load_account(uow, order.user_id)
                 debited = account.debit(order.order_id, price, key=f"copy:{cmd.index}")
+                if not order.is_final:  # a closed order's message already says how it ended
+                    await uow.record(OrderProgressed.of(order))
             await uow.commit()
             return debited
 

@@ -139,6 +139,10 @@ def control_routes(state: SimulatorState) -> list[Route]:
             raise KeyError(request.path_params["message_id"])
         return JSONResponse(message)
 
+    async def delete_message(request: Request) -> Response:
+        user(request).delete(int(request.path_params["message_id"]))
+        return JSONResponse({"ok": True})
+
     async def new_users(request: Request) -> Response:
         """Many users at once, for load runs: {"bot_token", "users": [{"id", "first_name", ...}]}."""
         data = await body(request)
@@ -215,5 +219,6 @@ def control_routes(state: SimulatorState) -> list[Route]:
         Route("/users/{user_id:int}/received", guarded(received), methods=["GET"]),
         Route("/users/{user_id:int}/received/next", guarded(next_received), methods=["GET"]),
         Route("/users/{user_id:int}/chat/{message_id:int}", guarded(chat_message), methods=["GET"]),
+        Route("/users/{user_id:int}/chat/{message_id:int}", guarded(delete_message), methods=["DELETE"]),
         Route("/files/{file_id}", guarded(file), methods=["GET"]),
     ]

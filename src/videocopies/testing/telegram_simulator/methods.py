@@ -197,6 +197,8 @@ def _edit(state: SimulatorState, bot: BotAccount, chat: Chat, old: dict, method:
     if markup:
         edited["reply_markup"] = markup
     if all(edited.get(k) == old.get(k) for k in ("text", "caption", "reply_markup")):
+        with state.lock:
+            state.not_modified += 1  # Telegram counts these against the bot's limits too
         raise BotApiError(400, errors.NOT_MODIFIED)
     edited["edit_date"] = int(state.clock())
     state.record(bot, chat, method, edited)

@@ -52,6 +52,7 @@ class SimulatorState:
         self.flood_violations = 0  # sends inside an open 429 window
         self.refused_429 = 0  # every 429, the ones that opened a window included
         self.sends_after_blocked = 0  # sends to a chat after 403 "blocked" was answered for it
+        self.not_modified = 0  # edits refused as "message is not modified" (the same text and markup)
         self.faults = 0  # calls answered 502, or late
         self.slow_answers = 0  # of those, the late ones
         self.sent_by_kind: dict[str, int] = {}  # successful calls that put something in a chat, by method
@@ -213,4 +214,5 @@ class SimulatorState:
                 "flood_violations": self.flood_violations, "refused_429": self.refused_429,
                 "sends_after_blocked": self.sends_after_blocked, "faults": self.faults,
                 "slow_answers": self.slow_answers, "sent_by_kind": dict(self.sent_by_kind),
+                "not_modified": self.not_modified,
             }

@@ -174,6 +174,12 @@ class SimulatedUser:
         with self.state.lock:
             return self.chat.messages.get(message_id)
 
+    def delete(self, message_id: int) -> None:
+        """The user deletes a message from the chat: the bot can no longer edit it."""
+        with self.state.lock:
+            if self.chat.messages.pop(message_id, None) is None:
+                raise UserActionRefused(f"no message {message_id} in the chat")
+
     async def next_message(
         self, match: Match | None = None, *, timeout: float = 5.0, after: int | None = None, **criteria,
     ) -> Received:

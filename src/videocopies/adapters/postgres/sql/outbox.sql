@@ -97,3 +97,16 @@ UPDATE outbox SET sent_at = now(), delivery = %s, claimed_until = NULL WHERE id 
 
 -- outbox_retry_later --
 UPDATE outbox SET claimed_until = %s WHERE id = %s AND sent_at IS NULL;
+
+-- progress_messages --
+-- The Telegram message showing each order's progress: the order's accepted screen, its row found by
+-- its dedup key (progress:<order>, the unique index), with the message id its delivery report gave
+-- or the id of the message that replaced it (outbox_progress_moved).
+SELECT dedup_key, (delivery->>'message_id')::bigint AS message_id
+  FROM outbox WHERE dedup_key = ANY(%s) AND sent_at IS NOT NULL AND delivery ? 'message_id';
+
+-- outbox_progress_moved --
+-- A progress message that could not be edited (deleted by the user, too old) was sent anew: the
+-- order's later edits go to the new one.
+UPDATE outbox SET delivery = coalesce(delivery, '{}'::jsonb) || jsonb_build_object('message_id', %s::bigint)
+ WHERE dedup_key = %s AND sent_at IS NOT NULL;
