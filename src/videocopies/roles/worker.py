@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+import attrs
 import uvloop
 
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
@@ -16,10 +17,12 @@ from videocopies.adapters.http.client import CoreClient, HttpJobLeases, SignedUr
 from videocopies.adapters.inprocess import LocalDisk, StoreJobFiles
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
 from videocopies.adapters.probe import PyAvProber
+from videocopies.adapters.process_figures import process_figures
 from videocopies.adapters.quality import PyAvCopyInspector
 from videocopies.adapters.scratch import scratch_stats
 from videocopies.application.ports import JobFiles
 from videocopies.application.worker import Worker, WorkerSettings
+from videocopies.application.worker_figures import WorkerFigures
 from videocopies.domain.shared import WorkerId
 from videocopies.roles.nodes_link import core_client, identified
 from videocopies.runtime.worker_loop import work_until_stopped
@@ -51,10 +54,17 @@ def build(settings: WorkerNodeSettings, name: str, core: CoreClient) -> Worker:
         max_copy_bytes=limits.upload_bytes, memory_bytes=memory,
         max_pixel_work=limits.max_pixel_rate * limits.max_seconds,
     )
+    figures = WorkerFigures()
+
+    def stats() -> dict[str, int]:
+        """Sent with each claim; core's /metrics shows them per worker (videocopies_worker_*)."""
+        return {**scratch_stats(job.work_root), **attrs.asdict(figures), **process_figures()}
+
     return Worker(
-        HttpJobLeases(core, wait_s=settings.claim_wait_s, stats=lambda: scratch_stats(job.work_root)),
+        HttpJobLeases(core, wait_s=settings.claim_wait_s, stats=stats),
         job_files(settings, core), transcoder, FfmpegDecodingProber(memory_bytes=memory), LocalDisk(), job,
         inspector=PyAvCopyInspector(), thresholds=settings.thresholds, source_prober=PyAvProber.for_sources(limits),
+        figures=figures,
     )
 
 
