@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from videocopies.application import use_cases as uc
@@ -74,3 +75,28 @@ async def test_cancel_on_a_closed_order_says_the_order_is_closed(chat: Chat) -> 
     await chat.users.choose_language(EVA.user_id, "ru")
     (again,) = await chat.send(EVA, "button", data=cancel)
     assert again.text == "Этот заказ уже отменён."
+
+
+async def test_not_enough_coins_offers_the_packages_on_sale(chat: Chat) -> None:
+    await chat.send(EVA, "text", text="/start")  # 50 coins
+    (choose,) = await chat.send(EVA, "video", video=_video("501.mp4", 3_000_000))
+    for said in ("Order accepted", "Not enough coins"):  # 10 copies cost 30
+        (quote,) = await chat.send(EVA, "button", data=choose.buttons[0][2].data)
+        (answer,) = await chat.send(EVA, "button", data=quote.buttons[0][0].data)
+        assert answer.text.startswith(said)
+    (packages,) = await chat.send(EVA, "text", text="/buy")
+    assert [b.data for row in answer.buttons for b in row] == [b.data for row in packages.buttons for b in row]
+    assert answer.buttons and all(b.data.startswith("b:") for row in answer.buttons for b in row)
+
+
+async def test_a_picture_or_a_sound_is_told_what_to_send_instead(chat: Chat) -> None:
+    refused = {"refusal": "not_a_video", "source_key": None}
+    picture = attrs.evolve(_video("x", 100_000), mime_type="image/jpeg", **refused)
+    (told,) = await chat.send(EVA, "video", video=picture)
+    assert told.text.startswith("That is a picture, not a video.")
+    sound = attrs.evolve(_video("x", 100_000), mime_type="audio/ogg", **refused)
+    (told,) = await chat.send(EVA, "video", video=sound)
+    assert told.text.startswith("That is a sound recording, not a video.")
+    archive = attrs.evolve(_video("x", 100_000), mime_type="application/zip", **refused)
+    (told,) = await chat.send(EVA, "video", video=archive)
+    assert told.text.startswith("This file is not a video I can work with.")

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from videocopies import cli
+from videocopies.adapters.screens import text
 from videocopies.embedded.postgres import LocalPostgres
 from videocopies.runtime.launch import CoreProcess, edge_process, issue_token, stop_process
 from videocopies.testing.telegram_simulator import BotApiSimulator
@@ -180,6 +181,14 @@ def test_reconcile_and_refund_from_the_command_line_grants_and_referrals_by_the_
                 verdict = httpx.post(f"{core.url}/v1/payments/pre-checkout", headers=edge_node, json=stale).json()
                 assert verdict == {"ok": False, "error_message": "This offer has changed. Open /buy to see the "
                                                                  "current packages."}
+                ann.send_text("/language")  # the refusal speaks the language chosen, not Telegram's
+                ann.press(_next(ann, contains="Which language").message["message_id"], "l:ru")
+                _next(ann, contains="по-русски")
+                verdict = httpx.post(f"{core.url}/v1/payments/pre-checkout", headers=edge_node, json=stale).json()
+                assert verdict == {"ok": False, "error_message": text("ru", "offer_withdrawn")}
+                ann.send_text("/language")
+                ann.press(_next(ann, contains="На каком языке").message["message_id"], "l:en")
+                _next(ann, contains="I speak English")
 
                 refunded = _cli(url, bot_token, sim.url, "refund", dropped, "--reason", "asked nicely", here=True)
                 assert refunded.returncode == 0, refunded.stderr

@@ -16,6 +16,7 @@ from aiogram import Bot
 
 from videocopies.adapters.http.client import CoreClient
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
+from videocopies.adapters.telegram.commands import announce_commands
 from videocopies.adapters.telegram.duty import PollingDuty
 from videocopies.adapters.telegram.edge import SignedUrlSources, SourceStore, StoreSources
 from videocopies.roles.bots import telegram_bot
@@ -60,6 +61,7 @@ async def serve(settings: EdgeSettings) -> int:
         if (bot_user := await until_answered(stop, bot)) is None:
             return 0
         log.info("edge %s serving @%s", me["name"], bot_user.username)
+        await announce_commands(bot)
         duty = PollingDuty(core, secrets.token_hex(16), stats=parts.stats)
         if settings.webhook is not None:
             # Every edge takes pushed updates; only the duty's holder sends, keeping each chat in order.

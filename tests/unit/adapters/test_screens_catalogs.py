@@ -19,6 +19,7 @@ from test_screens_i18n import COUNTS, outbox_rows
 
 from videocopies.adapters.screens import catalogs, render, text
 from videocopies.adapters.screens.messages import MESSAGES, NOUNS
+from videocopies.adapters.telegram.commands import commands
 
 ROOT = Path(__file__).resolve().parents[3]
 LOCALE = catalogs.LOCALE_DIR
@@ -128,6 +129,7 @@ def test_every_message_is_on_some_screen(monkeypatch: pytest.MonkeyPatch) -> Non
         for c in COUNTS:
             for kind, payload in outbox_rows(c).values():
                 render(kind, payload, language)
+        commands(language)  # the menu Telegram shows (setMyCommands)
     every = {m.msgid for m in [*MESSAGES.values(), *NOUNS.values()]}
     assert {msgid for language, msgid in shown if language == "en"} == every
     # Russian may say a number without its noun ("попыток: 3"), never skip a message

@@ -5,6 +5,7 @@ number asks for (1 копия, 2 копии, 5 копий, 21 копия; мон
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,6 +16,10 @@ from videocopies.application.use_cases.reason_codes import FAILURES, GRANTS
 COUNTS = (1, 2, 5, 11, 21, 22, 101)
 WHEN = "2026-12-02T10:00:00+00:00"
 STATES = ("quoted", "confirmed", "running", "done", "cancelling", "cancelled", "failed")
+
+
+def _from_now(**delta: float) -> str:
+    return (datetime.now(UTC) + timedelta(**delta)).isoformat()
 
 
 def outbox_rows(c: int) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -68,6 +73,14 @@ def outbox_rows(c: int) -> dict[str, tuple[str, dict[str, Any]]]:
         "invite": {"user_id": 4242, "amount": c},
         "help": {"max_mb": c, "max_s": c},
         "not_enough_coins": {"needed": c, "available": c},
+        "quote_in_minutes": {"screen": "quote", "copies": c, "per_copy": c, "total": c, "confirm_data": "c:o",
+                             "expires_at": _from_now(minutes=c, seconds=-10)},
+        "balance_in_hours": {"screen": "balance", "available": c, "reserved": c,
+                             "lots": [{"amount": c, "expires_at": _from_now(hours=c, seconds=-10)}]},
+        "balance_in_days": {"screen": "balance", "available": c, "reserved": c,
+                            "lots": [{"amount": c, "expires_at": _from_now(days=c, minutes=30)}]},
+        "not_enough_coins_packages": {"screen": "not_enough_coins", "needed": c, "available": c,
+                                      "packages": [[c, c], [c + 1, c]]},
         "too_many_orders": {"limit": c},
         "video_too_big": {"size_mb": c, "max_mb": c},
         "video_too_long": {"seconds": c, "max_s": c},
@@ -79,7 +92,7 @@ def outbox_rows(c: int) -> dict[str, tuple[str, dict[str, Any]]]:
     for name in ("offer_withdrawn", "payments_unavailable", "cancel_requested", "quote_expired",
                  "already_confirmed", "busy", "video_format", "video_unavailable", "unreadable",
                  "send_video_first", "send_video_again", "button_invalid", "button_stale", "not_found", "unknown",
-                 "language_chosen"):
+                 "language_chosen", "not_video_picture", "not_video_sound"):
         screens[name] = {}
     for name, payload in screens.items():
         rows[name] = ("screen", {"screen": name, **payload})
@@ -109,6 +122,9 @@ RUSSIAN_FORMS = {
     "заказ": ({"заказ"}, {"заказа"}, {"заказов"}),
     "мегапиксель": ({"мегапиксель"}, {"мегапикселя"}, {"мегапикселей"}),
     "попытка": ({"попытка", "попытку"}, {"попытки"}, {"попыток"}),
+    "минута": ({"минуту"}, {"минуты"}, {"минут"}),
+    "час": ({"час"}, {"часа"}, {"часов"}),
+    "день": ({"день"}, {"дня"}, {"дней"}),
 }
 NOUN_OF = {form: noun for noun, forms in RUSSIAN_FORMS.items() for group in forms for form in group}
 
@@ -158,10 +174,10 @@ def test_every_russian_noun_takes_the_form_its_number_asks_for() -> None:
 
 
 def test_every_english_noun_takes_the_form_its_number_asks_for() -> None:
-    nouns = r"(coins?|cop(?:y|ies)|Stars?|tr(?:y|ies)|seconds?|orders?|megapixels?)"
+    nouns = r"(coins?|cop(?:y|ies)|Stars?|tr(?:y|ies)|seconds?|orders?|megapixels?|minutes?|hours?|days?)"
     for c, name, words in rendered("en"):
         for number, word in re.findall(rf"\b(\d+) (?:more )?{nouns}\b", words):
-            singular = word in ("coin", "copy", "Star", "try", "second", "order", "megapixel")
+            singular = word in ("coin", "copy", "Star", "try", "second", "order", "megapixel", "minute", "hour", "day")
             assert singular == (number == "1"), (c, name, f"{number} {word}", words)
         assert not re.search(r"\bAll 1 cop", words), (c, name, words)
 

@@ -175,8 +175,10 @@ def inbox_router(services: EdgeApiServices, node_with: NodeWith) -> APIRouter:
         Edge answers the pre-checkout query with this at once (Telegram allows 10 seconds)."""
         try:
             services.packages.check(body.invoice_payload, body.currency, body.total_amount)
-        except OfferWithdrawn:
-            return PreCheckoutOut(ok=False, error_message=text(language_of(body.user.language_code), "offer_withdrawn"))
+        except OfferWithdrawn:  # in the language the user chose with /language, else their Telegram's
+            chosen = (await services.languages([body.user.id])).get(body.user.id)
+            language = chosen or language_of(body.user.language_code)
+            return PreCheckoutOut(ok=False, error_message=text(language, "offer_withdrawn"))
         return PreCheckoutOut(ok=True)
 
     @router.post("/v1/sources/upload-url")

@@ -37,6 +37,10 @@ NOUNS: dict[str, Message] = {
     "stars": Nn_("{n} Star", "{n} Stars", "n"),
     "tries": Nn_("{n} try", "{n} tries", "n"),
     "seconds": Nn_("{n} second", "{n} seconds", "n"),
+    # How long until something ends ("expires in 12 days", "holds for 15 minutes").
+    "minutes": Nn_("{n} minute", "{n} minutes", "n"),
+    "hours": Nn_("{n} hour", "{n} hours", "n"),
+    "days": Nn_("{n} day", "{n} days", "n"),
 }
 
 MESSAGES: dict[str, Message] = {
@@ -74,7 +78,7 @@ MESSAGES: dict[str, Message] = {
                "/language — change the language"),
     "choose_copies": N_("How many copies of this video?"),
     "copies_button": N_("{n} × {price:coins}"),
-    "quote": N_("{copies:copies} at {per_copy:coins_each}: {total:coins}.\nThe price holds until {expires}."),
+    "quote": N_("{copies:copies} at {per_copy:coins_each}: {total:coins}.\nThe price holds for {expires}."),
     "confirm_button": N_("Confirm — {total:coins}"),
     "confirmed": N_("Order accepted: {copies:copies}, {total:coins} reserved. You pay only for copies you receive."),
     "cancel_button": N_("Cancel"),
@@ -124,6 +128,10 @@ MESSAGES: dict[str, Message] = {
     "video_too_big": N_("This video is too large ({size_mb} MB). The limit is {max_mb} MB."),
     "video_too_long": N_("This video is too long ({seconds} s). The limit is {max_s:seconds}."),
     "video_format": N_("This file is not a video I can work with. Send an MP4, MOV or WebM video."),
+    "not_video_picture": N_("That is a picture, not a video. Send me a video (MP4, MOV or WebM) and I will offer "
+                            "1, 5 or 10 copies of it."),
+    "not_video_sound": N_("That is a sound recording, not a video. Send me a video (MP4, MOV or WebM) and I will "
+                          "offer 1, 5 or 10 copies of it."),
     "video_unavailable": N_("Telegram could not give me this file. Please send it again."),
     "video_too_sharp": Nn_("This video has more picture a second than I can work with (frame size × frame "
                            "rate). The limit is {max_mpx} megapixel a second, e.g. 1920×1080 at {fps_1080} fps.",
@@ -139,7 +147,7 @@ MESSAGES: dict[str, Message] = {
     "button_invalid": N_("This button is no longer valid."),
     "balance": N_("Available: {available:coins}\nReserved for orders in progress: {reserved}"),
     "balance_lot": N_("• {amount:coins}, {expiry}"),
-    "expires": N_("expires {date}"),
+    "expires": N_("expires in {time}"),
     "no_expiry": N_("no expiry"),
     "history": N_("Your recent orders:"),
     "history_empty": N_("No orders yet."),
@@ -154,5 +162,13 @@ MESSAGES: dict[str, Message] = {
     "not_found": N_("I could not find that order."),
     "language": N_("Which language shall I speak?"),
     "language_chosen": N_("From now on I speak English. /language changes it."),
+    # The bot's menu of commands (setMyCommands): each at most 256 characters.
+    "command_start": N_("Start: your coins and what I do"),
+    "command_balance": N_("Your coins and when they expire"),
+    "command_history": N_("Your recent orders and their copies"),
+    "command_buy": N_("Buy coins with Telegram Stars"),
+    "command_invite": N_("Invite friends and both get coins"),
+    "command_language": N_("Change the language"),
+    "command_help": N_("How it works"),
     "unknown": N_("I did not understand. Send a video, or /help."),
 }

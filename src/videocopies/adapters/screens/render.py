@@ -4,14 +4,16 @@ callback data (Telegram allows 1-64 bytes)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 
+from . import catalogs
 from .catalogs import text
-from .messages import MESSAGES
+from .messages import MESSAGES, NOUNS
 
 LANGUAGE_NAMES = {"en": "English", "ru": "Русский"}
 
@@ -52,6 +54,18 @@ def _date(value: str | datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
+def _span(language: str, until: str | datetime, now: datetime | None = None) -> str:
+    """How long until then, in the largest unit that reads well ("12 days", "5 hours", "15 minutes"),
+    from when the screen is drawn; never less than a minute."""
+    moment = datetime.fromisoformat(until) if isinstance(until, str) else until
+    minutes = max(1, math.ceil((moment - (now or datetime.now(UTC))).total_seconds() / 60))
+    if minutes < 60:
+        return catalogs.words(language, NOUNS["minutes"], {"n": minutes})
+    if (hours := round(minutes / 60)) < 48:
+        return catalogs.words(language, NOUNS["hours"], {"n": hours})
+    return catalogs.words(language, NOUNS["days"], {"n": round(hours / 24)})
+
+
 def _why(t: Callable[..., str], family: str, code: Any, generic: str) -> str:
     """The words for a reason code; anything else (an unknown code, raw text from an older
     row) reads as the family's generic reason, never as itself."""
@@ -69,6 +83,10 @@ def _progress(payload: Mapping[str, Any], t: Callable[..., str]) -> Screen:
         lines.append(t("progress_rendering", n=payload["index"] + 1, copies=copies, bar=bar, percent=percent))
     lines.append(t("progress_delivered", delivered=payload["delivered"], copies=copies))
     return Screen("\n".join(lines), ((Button(t("cancel_button"), f"x:{payload['order_id']}"),),))
+
+
+def _package_rows(packages: list[list[int]], t: Callable[..., str]) -> tuple[tuple[Button, ...], ...]:
+    return tuple((Button(t("package_button", coins=coins, stars=stars), f"b:{stars}"),) for stars, coins in packages)
 
 
 def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
@@ -115,11 +133,12 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
         name = f", {payload['name']}" if payload.get("name") else ""
         return Screen(t("welcome", name=name, available=payload["available"], bonus=bonus))
     if screen == "packages":
-        rows = tuple(
-            (Button(t("package_button", coins=coins, stars=stars), f"b:{stars}"),)
-            for stars, coins in payload["packages"]
+        return Screen(t("packages"), _package_rows(payload["packages"], t))
+    if screen == "not_enough_coins":  # with the packages on sale (a row from before them: the way to /buy)
+        rows = _package_rows(payload["packages"], t) if payload.get("packages") else (
+            (Button(t("buy_button"), "buy"),),
         )
-        return Screen(t("packages"), rows)
+        return Screen(t("not_enough_coins", needed=payload["needed"], available=payload["available"]), rows)
     if screen == "coins_granted":
         reason = f" ({_why(t, 'grant', payload['reason'], 'gift')})" if payload.get("reason") else ""
         return Screen(t("coins_granted", amount=payload["amount"], reason=reason))
@@ -133,7 +152,7 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
         confirm = Button(t("confirm_button", total=payload["total"]), payload["confirm_data"])
         return Screen(
             t("quote", copies=payload["copies"], per_copy=payload["per_copy"], total=payload["total"],
-              expires=_date(payload["expires_at"])),
+              expires=_span(language, payload["expires_at"])),
             ((confirm,),),
         )
     if screen == "confirmed":
@@ -145,7 +164,7 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
     if screen == "balance":
         lines = [t("balance", available=payload["available"], reserved=payload["reserved"])]
         for lot in payload["lots"]:
-            expiry = t("expires", date=_date(lot["expires_at"])) if lot["expires_at"] else t("no_expiry")
+            expiry = t("expires", time=_span(language, lot["expires_at"])) if lot["expires_at"] else t("no_expiry")
             lines.append(t("balance_lot", amount=lot["amount"], expiry=expiry))
         return Screen("\n".join(lines), ((Button(t("buy_button"), "buy"),),))
     if screen == "history":

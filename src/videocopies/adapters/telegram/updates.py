@@ -40,14 +40,34 @@ def event_of(update: dict[str, Any], download_limit: int) -> dict[str, Any] | No
                    "currency": paid["currency"], "invoice_payload": paid["invoice_payload"]}
         return {"update_id": update_id, "user": user, "kind": "payment", "payment": payment}
     media = message.get("video") or message.get("document")
+    if (note := message.get("video_note")) is not None:  # a round video: a square one, `length` on a side
+        media = {**note, "width": note.get("length"), "height": note.get("length"), "mime_type": "video/mp4"}
     if media is not None:
         return {"update_id": update_id, "user": user, "kind": "video", "video": _video(media, download_limit)}
+    if (other := _not_a_video(message)) is not None:  # core answers with what to send instead
+        return {"update_id": update_id, "user": user, "kind": "video", "video": other}
     content = message.get("text")
     if content is None:
         content = ""  # a sticker, a photo, a voice: core answers with help
     if not isinstance(content, str):
         return unreadable(update, "text that is not a string", user)
     return {"update_id": update_id, "user": user, "kind": "text", "text": content[:4096]}
+
+
+def _not_a_video(message: dict[str, Any]) -> dict[str, Any] | None:
+    """A picture or a sound sent instead of a video, as a video refused for what it is (its
+    type says which): nothing is fetched."""
+    for field, mime in (("photo", "image/jpeg"), ("sticker", "image/webp"), ("voice", "audio/ogg"),
+                        ("audio", "audio/mpeg")):
+        media = message.get(field)
+        if isinstance(media, list):  # a photo comes in sizes, the largest last
+            media = media[-1] if media else None
+        if isinstance(media, dict) and isinstance(media.get("file_id"), str):
+            return {"file_id": media["file_id"], "file_unique_id": media.get("file_unique_id"),
+                    "size": int(media.get("file_size") or 0), "duration_s": 0.0, "width": 0, "height": 0, "fps": 0.0,
+                    "mime_type": mime, "source_key": None, "sha256": None, "refusal": "not_a_video",
+                    "probed": False, "fetching": False}
+    return None
 
 
 def _video(media: dict[str, Any], download_limit: int) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from videocopies.application.use_cases._common import UowFactory
 from videocopies.application.use_cases.joined import new_or_joined
 from videocopies.domain.coins import InsufficientCoins
 from videocopies.domain.orders import OrderNotInState, OrderState
+from videocopies.domain.payments import PackageCatalog
 from videocopies.domain.pricing import PricingPolicy, Quote, QuoteAlreadyUsed, QuoteExpired, QuoteKeys, TariffRetired
 from videocopies.domain.shared import OrderId
 
@@ -24,6 +25,7 @@ _REFUSAL_SCREENS = {
     "too_big": "video_too_big", "unavailable": "video_unavailable", "not_a_video": "video_format",
     "unreadable": "video_format", "too_long": "video_too_long", "too_large_frame": "video_too_sharp",
 }
+_NOT_VIDEOS = {"image": "not_video_picture", "audio": "not_video_sound"}
 _HOUR = timedelta(hours=1)
 
 
@@ -39,13 +41,16 @@ class OrderTalk:
     confirm_order: uc.ConfirmOrder
     cancel_order: uc.CancelOrder
     settings: BotSettings
+    packages: PackageCatalog
 
     async def _video(self, user: BotUser, video: StoredVideo, replies: Replies) -> None:
         """Edge's refusal, when it gave one, picks the screen; core then checks the limits
         itself. A video without a measured length (a document edge could not probe) is not
         quoted: nothing about it says it fits."""
         limits = self.settings
-        if refused := _REFUSAL_SCREENS.get(video.refusal or ""):
+        if video.refusal == "not_a_video" and (kind := (video.mime_type or "").split("/")[0]) in _NOT_VIDEOS:
+            replies.screen(_NOT_VIDEOS[kind])  # a photo, a sticker, a voice: what to send instead
+        elif refused := _REFUSAL_SCREENS.get(video.refusal or ""):
             self._refused(refused, video, replies)
         elif video.mime_type is not None and not video.mime_type.startswith("video/"):
             replies.screen("video_format")
@@ -131,7 +136,8 @@ class OrderTalk:
         except (QuoteAlreadyUsed, OrderNotInState):
             replies.screen("already_confirmed")
         except InsufficientCoins as short:
-            replies.screen("not_enough_coins", needed=short.needed, available=short.available)
+            replies.screen("not_enough_coins", needed=short.needed, available=short.available,
+                           packages=[[p.stars, p.coins] for p in self.packages.packages])  # the way to buy
         except ServiceBusy:
             replies.screen("busy")
         except Conflict as refused:

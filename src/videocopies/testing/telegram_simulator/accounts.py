@@ -167,6 +167,7 @@ class BotAccount:
     charges: dict[str, Charge] = attrs.Factory(dict)
     transactions: list[dict] = attrs.Factory(list)
     flood: Bucket = attrs.Factory(Bucket)
+    commands: dict[str, list[dict]] = attrs.Factory(dict)  # setMyCommands, by language ("" the default)
 
     def to_json(self) -> dict:
         return {

@@ -177,7 +177,20 @@ def send_chat_action(state: SimulatorState, bot: BotAccount, p: Params) -> bool:
 
 
 def set_my_commands(state: SimulatorState, bot: BotAccount, p: Params) -> bool:
+    """Kept by language (the default under ""), as Telegram shows them in the menu."""
+    commands = p.json("commands")
+    if not isinstance(commands, list) or len(commands) > 100 or not all(
+        isinstance(c, dict) and isinstance(c.get("command"), str) and 1 <= len(c["command"]) <= 32
+        and isinstance(c.get("description"), str) and 1 <= len(c["description"]) <= 256 for c in commands
+    ):
+        raise bad_request("BOT_COMMANDS_INVALID")
+    bot.commands[p.str("language_code", "")] = [{"command": c["command"], "description": c["description"]}
+                                                 for c in commands]
     return True
+
+
+def get_my_commands(state: SimulatorState, bot: BotAccount, p: Params) -> list[dict]:
+    return list(bot.commands.get(p.str("language_code", ""), []))
 
 
 def _message_to_edit(state: SimulatorState, bot: BotAccount, p: Params) -> tuple[Chat, dict]:
@@ -255,6 +268,7 @@ METHODS: dict[str, Method] = {
     "editmessagetext": edit_message_text,
     "editmessagereplymarkup": edit_message_reply_markup,
     "answercallbackquery": answer_callback_query,
+    "getmycommands": get_my_commands,
     "sendvideo": send_video,
     "senddocument": send_document,
     "getfile": get_file,
