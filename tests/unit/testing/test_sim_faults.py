@@ -109,6 +109,6 @@ async def test_stats_count_what_a_load_run_checks(make_state):
         stats = (await client.get("/_sim/stats")).json()
     assert stats == {
         "delivered": 1, "users": 2, "polls": 0, "flood_violations": 1, "refused_429": 2, "sends_after_blocked": 1,
-        "faults": 0, "slow_answers": 0, "sent_by_kind": {"sendMessage": 1},
+        "faults": 0, "slow_answers": 0, "sent_by_kind": {"sendMessage": 1}, "not_modified": 0,
     }
     assert (state.flood_violations, state.refused_429, state.sends_after_blocked) == (1, 2, 1)

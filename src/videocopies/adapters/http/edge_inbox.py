@@ -89,7 +89,8 @@ def _event(e: EventIn, node: str | None = None) -> InboxEvent:
     paid = PaidInvoice(**e.payment.model_dump(), node=node) if e.payment else None
     user = _user(e.user)
     reason = (e.reason or "no reason given") if e.kind == UNREADABLE else None
-    return InboxEvent(e.update_id, user, e.kind, e.text, video, e.data, payment=paid, reason=reason)
+    return InboxEvent(e.update_id, user, e.kind, e.text, video, e.data, payment=paid, reason=reason,
+                      message_id=e.message_id)
 
 
 def _user(u: UserIn) -> BotUser:

@@ -54,6 +54,7 @@ class EventIn(Body):
     kind: Literal["text", "video", "button", "payment", "unreadable"]
     text: str | None = Field(None, max_length=4096, pattern=NO_NUL)
     data: str | None = Field(None, min_length=1, max_length=64, pattern=NO_NUL)
+    message_id: int | None = Field(None, ge=1, le=2**53, description="Kind `button`: the message it is on.")
     video: VideoIn | None = None
     payment: PaymentIn | None = None
     reason: str | None = Field(
@@ -146,6 +147,8 @@ class MessageOut(BaseModel):
     video: VideoOut | None
     invoice: InvoiceOut | None = None
     progress: ProgressOut | None = None
+    unbutton: int | None = Field(None, description="Before sending, take the buttons off this message (the one "
+                                                    "a spent button was pressed on); once is enough.")
 
 
 class ClaimOut(BaseModel):

@@ -74,7 +74,7 @@ def outbox_router(services: EdgeApiServices, node_with: NodeWith) -> APIRouter:
                 "id": m.message_id, "chat_id": m.user_id, "kind": m.kind, "text": screen.text,
                 "buttons": [[{"text": b.text, "data": b.data} for b in row] for row in screen.buttons],
                 "video": video, "invoice": attrs.asdict(screen.invoice) if screen.invoice else None,
-                "progress": _progress(m, shown_in),
+                "progress": _progress(m, shown_in), "unbutton": m.payload.get("unbutton"),
             })
         # A batch is hundreds of screens: written out directly, as ClaimOut describes it,
         # rather than built as models and then checked against them field by field.

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from aiogram import Bot
+from aiogram.methods import EditMessageReplyMarkup
 from aiogram.types import FSInputFile, InlineKeyboardButton, InlineKeyboardMarkup, LabeledPrice
 
 from videocopies.adapters.telegram.botapi import LeanBotApi
@@ -32,6 +33,11 @@ class Delivery:
         """Edit a text message the bot sent, paced like a send; no buttons removes its buttons."""
         await self._pacer.admit(chat_id, urgent)
         await self._api.edit_text(chat_id, message_id, text, buttons)
+
+    async def unbutton(self, chat_id: int, message_id: int, urgent: bool) -> None:
+        """Take every button off a message the bot sent, paced like a send."""
+        await self._pacer.admit(chat_id, urgent)
+        await self._api.call(EditMessageReplyMarkup, {"chat_id": chat_id, "message_id": message_id})
 
     async def send(self, message: dict[str, Any], urgent: bool) -> tuple[int, str | None]:
         """Send one message, paced; its Telegram message id and, for a video, the file id."""

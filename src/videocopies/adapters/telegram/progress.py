@@ -53,7 +53,23 @@ class ProgressMessages:
         self._showing = _Lru(remember)  # (chat, message id) -> (text, buttons) shown now
         self._edited_at = _Lru(remember)  # order id -> when its message was last edited
         self._ended = _Lru(remember)  # order ids whose final state was shown
-        self.counts = {"edits": 0, "unchanged": 0, "replaced": 0, "dropped": 0}
+        self._unbuttoned = _Lru(remember)  # (chat, message id) whose buttons were taken off
+        self.counts = {"edits": 0, "unchanged": 0, "replaced": 0, "dropped": 0, "unbuttoned": 0}
+
+    async def unbutton(self, message: dict[str, Any], urgent: bool) -> None:
+        """Take the buttons off the message a spent button was pressed on, once; a message
+        gone or no longer editable keeps them (there is nothing more to do)."""
+        target = (message["chat_id"], message.get("unbutton"))
+        if target[1] is None or target in self._unbuttoned:
+            return
+        try:
+            await self._delivery.unbutton(message["chat_id"], int(target[1]), urgent)
+        except TelegramBadRequest as refused:
+            said = str(refused).lower()
+            if NOT_MODIFIED not in said and not any(gone in said for gone in GONE):
+                raise
+        self._unbuttoned.put(target, True)
+        self.counts["unbuttoned"] += 1
 
     def sent(self, message: dict[str, Any], message_id: int) -> None:
         """A message was sent as it is: an order's accepted screen becomes its progress message."""

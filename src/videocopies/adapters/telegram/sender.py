@@ -165,6 +165,7 @@ class Sender:
                 self._known.pop(message["id"], None)
                 return
             try:
+                await self.progress.unbutton(message, urgent)
                 if progress_of(message) is not None:
                     report: dict[str, Any] = {"id": message["id"], **await self.progress.show(message, urgent)}
                 else:

@@ -26,7 +26,8 @@ def event_of(update: dict[str, Any], download_limit: int) -> dict[str, Any] | No
         data = query.get("data")
         if not isinstance(data, str) or not data:
             return unreadable(update, "a button without data", user)
-        return {"update_id": update_id, "user": user, "kind": "button", "data": data}
+        pressed_under = (query.get("message") or {}).get("message_id")  # the message the button is on
+        return {"update_id": update_id, "user": user, "kind": "button", "data": data, "message_id": pressed_under}
     if "message" not in update:
         return None  # a kind we did not ask for
     message = update["message"]

@@ -9,19 +9,28 @@ from typing import Any
 from videocopies.application.ports import InboxEvent, OutboxMessage
 from videocopies.domain.coins import CoinAccount
 
+# Buttons that mean nothing once pressed (a number of copies, a quote's Confirm, a language): the
+# replies to a press on one of them take the buttons off the message it was on.
+SPENT_WHEN_PRESSED = ("n:", "c:", "l:")
+
 
 class Replies:
     def __init__(self, event: InboxEvent) -> None:
         self._event = event
         self.messages: list[OutboxMessage] = []
         self._count = 0
+        spent = event.kind == "button" and (event.data or "").startswith(SPENT_WHEN_PRESSED)
+        self._unbutton = event.message_id if spent else None
 
     def screen(self, screen: str, /, **values: Any) -> None:
         self.messages.append(self.message(screen, **values))
 
     def message(self, screen: str, /, **values: Any) -> OutboxMessage:
         """A reply a use case writes itself, in the transaction of the change it announces."""
-        return OutboxMessage(self._event.user.user_id, "screen", {"screen": screen, **values}, self.key())
+        payload = {"screen": screen, **values}
+        if self._unbutton is not None:  # edge takes them off before it sends this (once)
+            payload["unbutton"] = self._unbutton
+        return OutboxMessage(self._event.user.user_id, "screen", payload, self.key())
 
     def key(self) -> str:
         self._count += 1

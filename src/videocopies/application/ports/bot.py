@@ -93,6 +93,7 @@ class InboxEvent:
     payment: PaidInvoice | None = None
     reason: str | None = None  # kind "unreadable": why the update could not be read
     received_at: datetime | None = None  # when it was stored (read back from the inbox)
+    message_id: int | None = None  # kind button: the Telegram message the button is on
 
     @property
     def waits_for_file(self) -> bool:
@@ -112,6 +113,8 @@ class InboxEvent:
             payload["payment"] = attrs.asdict(self.payment)
         if self.reason is not None:
             payload["reason"] = self.reason
+        if self.message_id is not None:
+            payload["message_id"] = self.message_id
         return payload
 
     @classmethod
@@ -124,7 +127,7 @@ class InboxEvent:
         return cls(
             update_id, BotUser(UserId(int(user["id"])), user["language"], user.get("first_name")), kind,
             payload.get("text"), StoredVideo(**video) if video else None, payload.get("data"), event_id,
-            PaidInvoice(**paid) if paid else None, payload.get("reason"), received_at,
+            PaidInvoice(**paid) if paid else None, payload.get("reason"), received_at, payload.get("message_id"),
         )
 
 
