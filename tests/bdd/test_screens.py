@@ -17,7 +17,7 @@ from videocopies.domain.shared import OrderId, WorkerId
 
 from .shop import USER, Shop, artifact
 
-scenarios("screens")
+scenarios("screens/languages.feature")
 
 TELEGRAM_LANGUAGES = {"English": "en", "Russian": "ru", "German": "de"}
 
@@ -99,3 +99,4 @@ def made_and_delivered(shop: Shop, telegram: Telegram) -> None:
 def shown(telegram: Telegram, words: str) -> None:
     texts = [s.text for s in telegram.screens]
     assert any(words in text for text in texts), texts
+
