@@ -89,8 +89,8 @@ def _package_rows(packages: list[list[int]], t: Callable[..., str]) -> tuple[tup
     return tuple((Button(t("package_button", coins=coins, stars=stars), f"b:{stars}"),) for stars, coins in packages)
 
 
-def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
-    """One outbox row as the user sees it."""
+def render(kind: str, payload: Mapping[str, Any], language: str, now: datetime | None = None) -> Screen:
+    """One outbox row as the user sees it (`now`: when it is drawn, the wall clock unless given)."""
     def t(name: str, /, **values: Any) -> str:
         return text(language, name, **values)
 
@@ -152,7 +152,7 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
         confirm = Button(t("confirm_button", total=payload["total"]), payload["confirm_data"])
         return Screen(
             t("quote", copies=payload["copies"], per_copy=payload["per_copy"], total=payload["total"],
-              expires=_span(language, payload["expires_at"])),
+              expires=_span(language, payload["expires_at"], now)),
             ((confirm,),),
         )
     if screen == "confirmed":
@@ -164,7 +164,7 @@ def render(kind: str, payload: Mapping[str, Any], language: str) -> Screen:
     if screen == "balance":
         lines = [t("balance", available=payload["available"], reserved=payload["reserved"])]
         for lot in payload["lots"]:
-            expiry = t("expires", time=_span(language, lot["expires_at"])) if lot["expires_at"] else t("no_expiry")
+            expiry = t("expires", time=_span(language, lot["expires_at"], now)) if lot["expires_at"] else t("no_expiry")
             lines.append(t("balance_lot", amount=lot["amount"], expiry=expiry))
         return Screen("\n".join(lines), ((Button(t("buy_button"), "buy"),),))
     if screen == "history":
