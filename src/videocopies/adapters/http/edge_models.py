@@ -147,6 +147,8 @@ class MessageOut(BaseModel):
     video: VideoOut | None
     invoice: InvoiceOut | None = None
     progress: ProgressOut | None = None
+    buttons_until: float | None = Field(None, description="Take the buttons off the sent message at this time "
+                                                         "(seconds since the epoch): a quote's price expires.")
     unbutton: int | None = Field(None, description="Before sending, take the buttons off this message (the one "
                                                     "a spent button was pressed on); once is enough.")
 

@@ -6,7 +6,7 @@ duty of the one edge that polls Telegram and sends."""
 import asyncio
 import json
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import attrs
@@ -75,6 +75,7 @@ def outbox_router(services: EdgeApiServices, node_with: NodeWith) -> APIRouter:
                 "buttons": [[{"text": b.text, "data": b.data} for b in row] for row in screen.buttons],
                 "video": video, "invoice": attrs.asdict(screen.invoice) if screen.invoice else None,
                 "progress": _progress(m, shown_in), "unbutton": m.payload.get("unbutton"),
+                "buttons_until": _buttons_until(m),
             })
         # A batch is hundreds of screens: written out directly, as ClaimOut describes it,
         # rather than built as models and then checked against them field by field.
@@ -131,6 +132,13 @@ def outbox_router(services: EdgeApiServices, node_with: NodeWith) -> APIRouter:
 
 
 PROGRESS_EDITS = ("progress", "order_closed")
+
+
+def _buttons_until(m: QueuedMessage) -> float | None:
+    """When a quote's Confirm stops meaning anything: its price expires (seconds since the epoch)."""
+    if m.kind != "screen" or m.payload.get("screen") != "quote" or not m.payload.get("expires_at"):
+        return None
+    return datetime.fromisoformat(str(m.payload["expires_at"])).timestamp()
 
 
 def _progress(m: QueuedMessage, shown_in: dict[str, int]) -> dict[str, Any] | None:

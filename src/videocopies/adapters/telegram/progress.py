@@ -10,6 +10,7 @@ tells core (`moved`), so the next edits go to the new message."""
 
 from __future__ import annotations
 
+import heapq
 import json
 import time
 from collections import OrderedDict
@@ -54,7 +55,24 @@ class ProgressMessages:
         self._edited_at = _Lru(remember)  # order id -> when its message was last edited
         self._ended = _Lru(remember)  # order ids whose final state was shown
         self._unbuttoned = _Lru(remember)  # (chat, message id) whose buttons were taken off
+        self._lapsing: list[tuple[float, int, int]] = []  # (wall-clock time, chat, message id) of buttons that expire
         self.counts = {"edits": 0, "unchanged": 0, "replaced": 0, "dropped": 0, "unbuttoned": 0}
+
+    def lapse(self, message: dict[str, Any], message_id: int) -> None:
+        """A message sent whose buttons stop meaning anything at `buttons_until` (a quote's price)."""
+        until = message.get("buttons_until")
+        if until is not None and message.get("buttons"):
+            heapq.heappush(self._lapsing, (float(until), message["chat_id"], message_id))
+
+    async def lapsed(self, now: float | None = None) -> int:
+        """Take the buttons off every message whose buttons have expired; how many were."""
+        now = time.time() if now is None else now
+        done = 0
+        while self._lapsing and self._lapsing[0][0] <= now:
+            _, chat_id, message_id = heapq.heappop(self._lapsing)
+            await self.unbutton({"chat_id": chat_id, "unbutton": message_id}, False)
+            done += 1
+        return done
 
     async def unbutton(self, message: dict[str, Any], urgent: bool) -> None:
         """Take the buttons off the message a spent button was pressed on, once; a message

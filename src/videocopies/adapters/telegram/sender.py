@@ -78,6 +78,7 @@ class Sender:
             asyncio.ensure_future(self._claim_loop(stop)),
             asyncio.ensure_future(self._dispatch_loop(stop)),
             asyncio.ensure_future(self._report_loop(stop)),
+            asyncio.ensure_future(self._lapse_loop(stop)),
         ]
         try:
             done, _ = await asyncio.wait(parts, return_when=asyncio.FIRST_EXCEPTION)
@@ -171,6 +172,7 @@ class Sender:
                 else:
                     message_id, file_id = await self._delivery.send(message, urgent)
                     self.progress.sent(message, message_id)
+                    self.progress.lapse(message, message_id)
                     report = {"id": message["id"], "message_id": message_id}
                     if file_id:
                         report["file_id"] = file_id
@@ -218,6 +220,15 @@ class Sender:
         self.counts[f"refused_{refusal.value}"] += 1
         log.info("message %s to %s not sent (%s): %s", message["id"], message["chat_id"], refusal.value, error[:200])
         self._report({"id": message["id"], "refusal": refusal.value, "error": error[:900] or refusal.value})
+
+    async def _lapse_loop(self, stop: asyncio.Event) -> None:
+        """Expired quotes lose their Confirm button (a press would only be told the price expired)."""
+        while not stop.is_set():
+            await sleep_unless(stop, 1.0)
+            try:
+                self.counts["buttons_lapsed"] += await self.progress.lapsed()
+            except Exception as error:  # noqa: BLE001 - a button left is answered when pressed
+                log.info("expired buttons not taken off: %r", error)
 
     # -- reporting --------------------------------------------------------------------------
 
