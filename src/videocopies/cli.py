@@ -133,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     deploy_core.add_argument("--min-free-mb", type=float, default=256.0,
                              help="refuse when less memory is free (at least 1.5x the old core's)")
     deploy_core.add_argument("--log", type=Path, help="the new core's log file")
+    deploy_core.add_argument("--balancer", type=Path, metavar="SOCKET",
+                             help="two cores behind HAProxy: its admin socket; the old core is drained there, "
+                                  "stopped and replaced in place, no node moved")
+    deploy_core.add_argument("--server", default="cores/core1",
+                             help="with --balancer: the old core's backend/server there (cores/core1)")
     payments = commands.add_parser("payments", help="reconcile with the payment provider, refund a purchase")
     payments_actions = payments.add_subparsers(dest="action", required=True)
     reconcile = payments_actions.add_parser(
@@ -197,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "deploy":
         from videocopies.roles.deploy import main as run_deploy
 
-        return run_deploy(args.old_url, args.port, args.min_free_mb, args.log)
+        return run_deploy(args.old_url, args.port, args.min_free_mb, args.log, args.balancer, args.server)
     if args.command == "payments":
         from videocopies.roles.payments import main as payments_main
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import psycopg
 import pytest
 
 from videocopies.application import use_cases as uc
 from videocopies.application.ports import BotUser, StoredVideo
+from videocopies.domain.jobs import CopyArtifact
 from videocopies.domain.shared import UserId, WorkerId
 
 from .chat import Chat
@@ -100,3 +102,28 @@ async def test_a_picture_or_a_sound_is_told_what_to_send_instead(chat: Chat) -> 
     archive = attrs.evolve(_video("x", 100_000), mime_type="application/zip", **refused)
     (told,) = await chat.send(EVA, "video", video=archive)
     assert told.text.startswith("This file is not a video I can work with.")
+
+
+async def test_history_sends_a_copy_again_while_the_store_keeps_it(chat: Chat) -> None:
+    await chat.send(EVA, "text", text="/start")
+    (choose,) = await chat.send(EVA, "video", video=_video("601.mp4", 3_000_000))
+    (quote,) = await chat.send(EVA, "button", data=choose.buttons[0][0].data)  # 1 copy
+    await chat.send(EVA, "button", data=quote.buttons[0][0].data)
+    cases: Any = chat.backend.cases
+    (job,) = await cases.claim_job()(uc.ClaimJobCommand(WorkerId("w")))
+    artifact = CopyArtifact(f"copies/{job.order_id}/0.mp4", 10, "a" * 64, 10.0, 720, 1280)
+    await cases.checkpoint_copy()(uc.CheckpointCopyCommand(job.job_id, job.token, 0, artifact))
+    await cases.record_delivery()(uc.RecordDeliveryCommand(job.order_id, 0))
+    await chat.received(EVA)
+    (history,) = await chat.send(EVA, "text", text="/history")
+    (again_data,) = [b.data for row in history.buttons for b in row]
+    assert again_data == f"h:{job.order_id}:0" and "Press a copy to get it again" in history.text
+    (again,) = await chat.send(EVA, "button", data=again_data)
+    assert (again.text, again.video_key) == ("Copy 1 of 1, again", artifact.object_key)
+    if chat.backend.name == "memory":
+        return  # nothing deletes copies there
+    url = chat.backend.service.gateways.config.database_url()  # type: ignore[attr-defined]
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=None) as conn:
+        await conn.execute("UPDATE stored_objects SET deleted_at = now() WHERE key = %s", [artifact.object_key])
+    (gone,) = await chat.send(EVA, "button", data=again_data)
+    assert gone.text.startswith("This copy is no longer kept") and gone.video_key is None

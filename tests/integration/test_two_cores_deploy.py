@@ -13,7 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import re
 import signal
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -26,7 +30,7 @@ from videocopies.adapters.http.core_choice import MOVES_FILE
 from videocopies.adapters.objectstore import S3ObjectStore
 from videocopies.embedded.haproxy import LocalHaproxy, haproxy_binary, server_name
 from videocopies.embedded.local import LocalServerError
-from videocopies.embedded.postgres import LocalPostgres
+from videocopies.embedded.postgres import LocalPostgres, process_alive
 from videocopies.embedded.seaweedfs import LocalSeaweed
 from videocopies.runtime.core_loops import OBJECTS_DUTY
 from videocopies.runtime.launch import CoreProcess, issue_token, stop_process, worker_process
@@ -174,4 +178,53 @@ def test_a_worker_restarted_after_a_deploy_goes_to_the_new_core(
             code, err = stop_process(again)
             assert code == 0, err.decode()[-3000:]
     assert b"unreachable" not in err, err.decode()[-3000:]  # it never called the old address
+    store.close()
+
+
+def test_deploy_core_with_the_balancer_replaces_a_core_in_place(
+    haproxy_installed: None, pg_server: LocalPostgres, database: str, seaweed: LocalSeaweed, tmp_path: Path
+) -> None:
+    url = pg_server.url(database)
+    store, s3 = _s3(seaweed)
+    order_id = asyncio.run(_order(url, store, make_clip(tmp_path / "clip.mp4", seconds=2), copies=5))
+    env = {**s3, "VIDEOCOPIES_LEASE_TTL_S": LEASE_TTL_S, "VIDEOCOPIES_OBJECTS_SWEEP_S": "1"}
+    cores = [CoreProcess(url, quote_secret=SECRET, **env) for _ in range(2)]
+    balancer = LocalHaproxy([f"127.0.0.1:{core.port}" for core in cores])
+    worker = worker_process(balancer.http_url, issue_token(url, "w-cmd"), tmp_path / "work",
+                            VIDEOCOPIES_LEASE_TTL_S=LEASE_TTL_S, VIDEOCOPIES_CLAIM_WAIT_S="5")
+    control = {"VIDEOCOPIES_NODE_TOKEN": issue_token(url, "ops", "control"),
+               "VIDEOCOPIES_WORK_DIR": str(tmp_path / "deploy")}
+    new_pid = None
+    try:
+        with stopped_if_left(worker), started_together(cores), balancer:
+            wait_for(lambda: fetch_all(url, "SELECT count(*) FROM job_checkpoints")[0][0] >= 1, timeout=90)
+            old = cores[1]
+            assert old.process is not None
+            deployed = subprocess.run(
+                [sys.executable, "-m", "videocopies.cli", "deploy", "core", "--from", old.url,
+                 "--balancer", str(balancer.admin_socket), "--server", f"cores/{server_name(2)}"],
+                env={**os.environ, **old._env, **control}, capture_output=True, text=True, timeout=120,
+            )
+            assert deployed.returncode == 0, deployed.stderr[-3000:]
+            found = re.search(r"new core on (\S+) \(pid (\d+)", deployed.stdout)
+            assert found is not None, deployed.stdout
+            new_pid = int(found.group(2))
+            assert old.process.wait(timeout=5) == 0  # stopped, cleanly, before the command ended
+            assert f"cores/{server_name(2)} now {found.group(1)}" in deployed.stdout
+            wait_for(lambda: balancer.states().get(server_name(2)) == "UP", timeout=10)
+            pids = {httpx.get(f"{balancer.http_url}/_info", timeout=5).json()["pid"] for _ in range(6)}
+            assert new_pid in pids and old.process.pid not in pids
+            wait_for(lambda: fetch_all(url, "SELECT state FROM orders WHERE order_id = %s", order_id)[0][0] == "done",
+                     timeout=120)
+            code, err = stop_process(worker)
+            assert code == 0, err.decode()[-3000:]
+    finally:
+        if new_pid is not None:  # in a session of its own: stopped here whatever else fails
+            os.kill(new_pid, signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            while process_alive(new_pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+    ((attempts, state),) = fetch_all(url, "SELECT attempts, state FROM jobs")
+    assert (attempts, state) == (1, "done")
+    assert fetch_all(url, "SELECT count(*) FROM refused_writes") == [(0,)]
     store.close()

@@ -42,6 +42,19 @@ def haproxy_binary() -> str:
     return found
 
 
+def haproxy_admin(admin_socket: Path, command: str) -> str:
+    """One command on HAProxy's admin socket (`set server cores/core1 state drain`, `show stat`)
+    and what it answered (nothing, for a change it made)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(5)
+        sock.connect(str(admin_socket))
+        sock.sendall(command.encode() + b"\n")
+        said = b""
+        while chunk := sock.recv(65536):
+            said += chunk
+    return said.decode(errors="replace")
+
+
 def server_name(index: int) -> str:
     """The name of the `index`th core (from 1) in the backend."""
     return f"core{index}"
@@ -112,15 +125,7 @@ class LocalHaproxy(LocalServer):
         return f"LocalHaproxy(port={self.port}, cores={self.cores}, pid={self.pid})"
 
     def admin(self, command: str) -> str:
-        """One command on the admin socket (`set server cores/core1 state drain`, `show stat`)."""
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(5)
-            sock.connect(str(self.admin_socket))
-            sock.sendall(command.encode() + b"\n")
-            said = b""
-            while chunk := sock.recv(65536):
-                said += chunk
-        return said.decode(errors="replace")
+        return haproxy_admin(self.admin_socket, command)
 
     def set_state(self, index: int, state: str) -> None:
         """`ready`, `drain` (no new requests, those in hand finish) or `maint` for the `index`th core."""

@@ -8,16 +8,22 @@ from pathlib import Path
 
 import attrs
 
-from videocopies.runtime.blue_green import DeployRefused, deploy_core
+from videocopies.runtime.blue_green import DeployRefused, deploy_behind_balancer, deploy_core
 from videocopies.settings.commands import DeploySettings
 
 
-def main(old_url: str | None, port: int | None, min_free_mb: float, log: Path | None) -> int:
+def main(
+    old_url: str | None, port: int | None, min_free_mb: float, log: Path | None,
+    balancer: Path | None = None, server: str = "cores/core1",
+) -> int:
     settings = DeploySettings.from_env()
     if old_url:  # --from
         settings = attrs.evolve(settings, old_url=old_url)
     try:
-        deploy_core(settings, port, min_free_mb, log)
+        if balancer is not None:
+            deploy_behind_balancer(settings, balancer, server, port, min_free_mb, log)
+        else:
+            deploy_core(settings, port, min_free_mb, log)
     except DeployRefused as refused:
         print(f"videocopies deploy: {refused}", file=sys.stderr)
         return 2

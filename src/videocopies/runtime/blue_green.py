@@ -10,6 +10,10 @@
 5. Only then stop the old core.
 
 The new core keeps running after this command ends (its own session, its log in a file).
+
+Behind a balancer (`--balancer`, two cores), no node is moved: the new core starts beside the
+old one, the old one is drained at the balancer and stopped, and the new one takes its place
+there (`deploy_behind_balancer`).
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
 
 from videocopies.adapters.postgres.queries import sql
+from videocopies.embedded.haproxy import haproxy_admin
 from videocopies.embedded.postgres import free_port
 from videocopies.settings.commands import DeploySettings
 
@@ -56,10 +62,40 @@ def deploy_core(
     tell: Callable[[str], None] = print,
 ) -> None:
     """Refused (DeployRefused) before the switch, or done: the new core serves, the old one stopped."""
-    database_url, token, old_url = settings.database_url, settings.node_token, settings.old_url
+    database_url, token = settings.database_url, settings.node_token
     if not database_url or not token:
         raise DeployRefused("set VIDEOCOPIES_DATABASE_URL and VIDEOCOPIES_NODE_TOKEN (a control node's token)")
-    old_url = old_url.rstrip("/")
+    old_url = settings.old_url.rstrip("/")
+    old, new, new_url = _start_beside(settings, port, min_free_mb, log_path, tell)
+
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        moved = httpx.post(f"{old_url}/v1/admin/moved", json={"url": new_url},
+                           headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        if moved.status_code != 200:
+            new.terminate()
+            raise DeployRefused(f"the old core refused the switch ({moved.status_code}): {moved.text[:300]}")
+        leases = conn.execute(sql("leases_at_switch")).fetchall()
+        tell(f"nodes now go to {new_url}; waiting for {len(leases)} active leases to be renewed there")
+        columns = [[row[i] for row in leases] for i in range(3)]
+        deadline = time.monotonic() + settings.lease_ttl.total_seconds() + 5  # a lease not renewed by then ran out
+        renewed = closed = waiting = 0
+        while time.monotonic() < deadline:
+            since = conn.execute(sql("leases_since_switch"), columns).fetchone() if leases else None
+            renewed, closed, waiting = since or (0, 0, 0)
+            if not waiting:
+                break
+            time.sleep(0.2)
+    tell(f"{renewed} leases renewed through the new core, {closed} closed meanwhile"
+         + (f", {waiting} not renewed in time (their workers are gone)" if waiting else ""))
+    _stop_old(int(old.get("pid") or 0), tell)
+
+
+def _start_beside(
+    settings: DeploySettings, port: int | None, min_free_mb: float, log_path: Path | None,
+    tell: Callable[[str], None],
+) -> tuple[dict[str, Any], subprocess.Popen[bytes], str]:
+    """The old core's /_info, and a new core serving beside it on the same schema, with its URL."""
+    old_url = settings.old_url.rstrip("/")
     try:
         old = httpx.get(f"{old_url}/_info", timeout=10).json()
     except (httpx.HTTPError, ValueError) as error:
@@ -87,27 +123,32 @@ def deploy_core(
             f"the new core sees schema {info.get('schema_revision')}, the old one {old.get('schema_revision')}"
         )
     tell(f"new core on {new_url} (pid {new.pid}, log {log_path})")
+    return old, new, new_url
 
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        moved = httpx.post(f"{old_url}/v1/admin/moved", json={"url": new_url},
-                           headers={"Authorization": f"Bearer {token}"}, timeout=10)
-        if moved.status_code != 200:
-            new.terminate()
-            raise DeployRefused(f"the old core refused the switch ({moved.status_code}): {moved.text[:300]}")
-        leases = conn.execute(sql("leases_at_switch")).fetchall()
-        tell(f"nodes now go to {new_url}; waiting for {len(leases)} active leases to be renewed there")
-        columns = [[row[i] for row in leases] for i in range(3)]
-        deadline = time.monotonic() + settings.lease_ttl.total_seconds() + 5  # a lease not renewed by then ran out
-        renewed = closed = waiting = 0
-        while time.monotonic() < deadline:
-            since = conn.execute(sql("leases_since_switch"), columns).fetchone() if leases else None
-            renewed, closed, waiting = since or (0, 0, 0)
-            if not waiting:
-                break
-            time.sleep(0.2)
-    tell(f"{renewed} leases renewed through the new core, {closed} closed meanwhile"
-         + (f", {waiting} not renewed in time (their workers are gone)" if waiting else ""))
+
+def deploy_behind_balancer(
+    settings: DeploySettings, admin_socket: Path, server: str, port: int | None, min_free_mb: float,
+    log_path: Path | None, tell: Callable[[str], None] = print,
+) -> None:
+    """Two cores behind HAProxy: the new core starts beside the old one (`server`, e.g.
+    cores/core1, in the balancer reached on `admin_socket`), the old one is drained there and
+    stopped with SIGTERM (its parked claims answered empty, its duties handed on, its requests
+    finished), and the new one put in its place. No node is moved: they all call the balancer."""
+    old, _new, new_url = _start_beside(settings, port, min_free_mb, log_path, tell)
+    try:
+        said = haproxy_admin(admin_socket, f"set server {server} state drain")
+    except OSError as error:
+        raise DeployRefused(f"the balancer's admin socket {admin_socket} did not answer: {error}") from error
+    if said.strip():
+        raise DeployRefused(f"the balancer refused to drain {server}: {said.strip()}")
+    tell(f"{server} drained at the balancer")
     _stop_old(int(old.get("pid") or 0), tell)
+    host, new_port = new_url.removeprefix("http://").rsplit(":", 1)
+    for command in (f"set server {server} addr {host} port {new_port}", f"set server {server} state ready"):
+        said = haproxy_admin(admin_socket, command)
+        if said.strip() and "changed" not in said and "no need to change" not in said:
+            raise DeployRefused(f"the balancer refused `{command}`: {said.strip()}")
+    tell(f"{server} now {new_url}, ready at the balancer")
 
 
 def _wait_until_serving(

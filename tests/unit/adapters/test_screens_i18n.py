@@ -60,7 +60,9 @@ def outbox_rows(c: int) -> dict[str, tuple[str, dict[str, Any]]]:
         "confirmed": {"order_id": "order-1", "copies": c, "total": c},
         "balance": {"available": c, "reserved": c, "lots": [{"amount": c, "expires_at": WHEN},
                                                               {"amount": c, "expires_at": None}]},
-        "history": {"orders": [{"created_at": WHEN, "copies": c, "state": s, "charged": c} for s in STATES]},
+        "history": {"orders": [{"created_at": WHEN, "copies": c, "state": s, "charged": c, "order_id": "o",
+                                "delivered": list(range(min(c, 3)))} for s in STATES]},
+        "copy_again": {"object_key": "copies/o/0.mp4", "n": c, "copies": c},
         "history_empty": {"screen": "history", "orders": []},
         "coins_credited": {"coins": c, "available": c},
         "payment_unmatched": {"stars": c},
@@ -92,7 +94,7 @@ def outbox_rows(c: int) -> dict[str, tuple[str, dict[str, Any]]]:
     for name in ("offer_withdrawn", "payments_unavailable", "cancel_requested", "quote_expired",
                  "already_confirmed", "busy", "video_format", "video_unavailable", "unreadable",
                  "send_video_first", "send_video_again", "button_invalid", "button_stale", "not_found", "unknown",
-                 "language_chosen", "not_video_picture", "not_video_sound"):
+                 "language_chosen", "not_video_picture", "not_video_sound", "copy_gone"):
         screens[name] = {}
     for name, payload in screens.items():
         rows[name] = ("screen", {"screen": name, **payload})

@@ -13,7 +13,7 @@ import attrs
 from videocopies.adapters.memory.outbox import InMemoryOutboxQueue, blocked_users
 from videocopies.adapters.memory.unit_of_work import InMemoryStore, InMemoryUnitOfWork
 from videocopies.application.ports import UNREADABLE, BotUser, InboxEvent, OutboxMessage, StoredVideo
-from videocopies.domain.orders import OrderState
+from videocopies.domain.orders import CopyState, OrderState
 from videocopies.domain.shared import OrderId, UserId
 
 
@@ -180,6 +180,9 @@ class InMemoryBotUsers:
     async def source(self, user_id: UserId) -> StoredVideo | None:
         return self.sources.get(user_id)
 
+    async def kept_copy(self, key: str) -> bool:
+        return True  # nothing deletes copies here
+
     async def kept_source(self, user_id: UserId, key: str) -> int | None:
         video = self.sent.get((user_id, key))
         return video.size if video is not None else None
@@ -215,7 +218,8 @@ class InMemoryBotUsers:
         orders.sort(key=lambda o: o.created_at, reverse=True)
         return [
             {"created_at": o.created_at.isoformat(), "copies": o.quote.copies, "state": o.state.value,
-             "charged": o.charged}
+             "charged": o.charged, "order_id": o.order_id,
+             "delivered": [c.index for c in o.copies if c.state is CopyState.DELIVERED]}
             for o in orders[:limit]
         ]
 

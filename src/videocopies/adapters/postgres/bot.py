@@ -25,6 +25,7 @@ from videocopies.adapters.postgres.queries import sql
 from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from videocopies.application.ports import BotUser, InboxEvent, OutboxMessage, StoredVideo
 from videocopies.application.use_cases.joined import open_unit_of_work
+from videocopies.domain.orders import CopyState
 from videocopies.domain.shared import OrderId, UserId
 
 
@@ -206,6 +207,9 @@ class PostgresBotUsers:
         video = StoredVideo(**rows[0]["source"])
         return video if rows[0]["kept"] else attrs.evolve(video, source_key=None)
 
+    async def kept_copy(self, key: str) -> bool:
+        return bool(await self._rows("kept_copy", [key]))
+
     async def kept_source(self, user_id: UserId, key: str) -> int | None:
         rows = await self._rows("kept_source", [key, user_id])
         return int(rows[0]["size"] or 0) if rows else None
@@ -258,7 +262,8 @@ class PostgresBotUsers:
         orders = [order_from_row(row) for row in await self._rows("user_history", [user_id, limit])]
         return [
             {"created_at": o.created_at.isoformat(), "copies": o.quote.copies, "state": o.state.value,
-             "charged": o.charged}
+             "charged": o.charged, "order_id": o.order_id,
+             "delivered": [c.index for c in o.copies if c.state is CopyState.DELIVERED]}
             for o in orders
         ]
 

@@ -151,6 +151,11 @@ MESSAGES: dict[str, Message] = {
     "no_expiry": N_("no expiry"),
     "history": N_("Your recent orders:"),
     "history_empty": N_("No orders yet."),
+    "history_again": N_("Press a copy to get it again:"),
+    "again_button": N_("Copy {n} of {copies}, {date}"),
+    "copy_again": N_("Copy {n} of {copies}, again"),
+    "copy_gone": N_("This copy is no longer kept: copies are deleted a while after they arrive. Send the video "
+                    "again to order new ones."),
     "history_line": N_("• {date}: {copies:copies}, {state}, charged {charged}"),
     "state_quoted": N_("not confirmed"),
     "state_confirmed": N_("queued"),

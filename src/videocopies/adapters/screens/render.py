@@ -89,6 +89,17 @@ def _package_rows(packages: list[list[int]], t: Callable[..., str]) -> tuple[tup
     return tuple((Button(t("package_button", coins=coins, stars=stars), f"b:{stars}"),) for stars, coins in packages)
 
 
+def _again_buttons(orders: list[dict[str, Any]], t: Callable[..., str]) -> tuple[tuple[Button, ...], ...]:
+    """A button per copy delivered (the newest orders first, at most 20, two to a row): pressed,
+    the copy is sent again."""
+    buttons = [
+        Button(t("again_button", n=index + 1, copies=o["copies"], date=_date(o["created_at"])[:10]),
+               f"h:{o['order_id']}:{index}")
+        for o in orders for index in o.get("delivered", [])
+    ][:20]
+    return tuple(tuple(buttons[i:i + 2]) for i in range(0, len(buttons), 2))
+
+
 def render(kind: str, payload: Mapping[str, Any], language: str, now: datetime | None = None) -> Screen:
     """One outbox row as the user sees it (`now`: when it is drawn, the wall clock unless given)."""
     def t(name: str, /, **values: Any) -> str:
@@ -175,6 +186,9 @@ def render(kind: str, payload: Mapping[str, Any], language: str, now: datetime |
               charged=o["charged"])
             for o in payload["orders"]
         ]
-        return Screen("\n".join(lines))
+        again = _again_buttons(payload["orders"], t)
+        return Screen("\n".join(lines + ([t("history_again")] if again else [])), again)
+    if screen == "copy_again":
+        return Screen(t("copy_again", n=payload["n"], copies=payload["copies"]), video_key=payload["object_key"])
     values = {key: value for key, value in payload.items() if key not in ("screen", "expires_at")}
     return Screen(t(screen, **values))

@@ -197,6 +197,8 @@ class Conversation(OrderTalk, AccountTalk):
                 await self._confirm(user, OrderId(quote_id), int(copies), int(total), replies)
         elif kind == "x" and rest:
             await self._cancel(user, OrderId(rest), replies)
+        elif kind == "h" and (again := rest.rpartition(":"))[2].isdigit() and again[0]:  # h:<order>:<copy>
+            await self._again(user, OrderId(again[0]), int(again[2]), replies)
         elif data == "buy":
             self._packages(replies)
         elif kind == "l" and rest in _SPOKEN:

@@ -16,7 +16,7 @@ from videocopies.application.ports import BotUser, BotUsers, Clock, OutboxMessag
 from videocopies.application.use_cases._common import UowFactory
 from videocopies.application.use_cases.joined import new_or_joined
 from videocopies.domain.coins import InsufficientCoins
-from videocopies.domain.orders import OrderNotInState, OrderState
+from videocopies.domain.orders import CopyState, OrderNotInState, OrderState
 from videocopies.domain.payments import PackageCatalog
 from videocopies.domain.pricing import PricingPolicy, Quote, QuoteAlreadyUsed, QuoteExpired, QuoteKeys, TariffRetired
 from videocopies.domain.shared import OrderId
@@ -144,6 +144,21 @@ class OrderTalk:
             if refused.kind != SOURCE_GONE:
                 raise
             replies.screen("send_video_again")  # nothing reserved
+
+    async def _again(self, user: BotUser, order_id: OrderId, index: int, replies: Replies) -> None:
+        """A copy from /history sent again, while the store keeps it."""
+        async with new_or_joined(self.uow) as uow:
+            order = await uow.orders.get(order_id)
+        if order is None or order.user_id != user.user_id or not 0 <= index < len(order.copies):
+            replies.screen("not_found")
+            return
+        copy = order.copies[index]
+        if copy.state is not CopyState.DELIVERED or copy.object_key is None:
+            replies.screen("not_found")
+        elif await self.users.kept_copy(copy.object_key):
+            replies.screen("copy_again", object_key=copy.object_key, n=index + 1, copies=len(order.copies))
+        else:
+            replies.screen("copy_gone")  # deleted by retention
 
     async def _cancel(self, user: BotUser, order_id: OrderId, replies: Replies) -> None:
         async with new_or_joined(self.uow) as uow:

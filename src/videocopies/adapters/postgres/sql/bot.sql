@@ -161,6 +161,10 @@ SELECT u.source, coalesce(s.state = 'stored' AND s.deleted_at IS NULL, false) AS
 SELECT size FROM stored_objects
  WHERE key = %s AND user_id = %s AND kind = 'source' AND state = 'stored' AND deleted_at IS NULL;
 
+-- kept_copy --
+-- A copy the store still keeps: retention has not deleted it, nor decided to.
+SELECT 1 FROM stored_objects WHERE key = %s AND kind = 'copy' AND state <> 'deleted' AND deleted_at IS NULL;
+
 -- user_language --
 -- The language the user chose with /language, else their Telegram's.
 SELECT coalesce(chosen_language, language) AS language FROM bot_users WHERE user_id = %s;
