@@ -492,7 +492,7 @@ async def test_stats_count_polls(sim, bot):
     async with httpx.AsyncClient(base_url=f"{sim.url}/_sim") as control:
         assert (await control.get("/stats")).json() == {
             "delivered": 0, "users": 0, "polls": 0, "flood_violations": 0, "refused_429": 0,
-            "sends_after_blocked": 0, "faults": 0, "slow_answers": 0, "sent_by_kind": {},
+            "sends_after_blocked": 0, "faults": 0, "slow_answers": 0, "sent_by_kind": {}, "not_modified": 0,
         }
         await next_updates(bot, timeout=0)
         await next_updates(bot, timeout=0)
