@@ -91,8 +91,9 @@ async def place_orders(url: str, store: Path, clip: Path, users: list[int], plac
     would place it."""
     service = PostgresService(settings=Settings(quote_secret=SECRET.encode()))
     service.gateways.config.from_dict({"database_url": url, "pool_size": 2})
-    pool = service.gateways.pool()
+    pool, notifier = service.gateways.pool(), service.gateways.notifier()
     await pool.open(wait=True)
+    await notifier.start()  # a confirmation announces its job by NOTIFY, as core's does
     try:
         cases, size = service.use_cases, clip.stat().st_size
         for user in users:
@@ -112,6 +113,7 @@ async def place_orders(url: str, store: Path, clip: Path, users: list[int], plac
             placed.append(await cases.confirm_order()(confirm))
             await asyncio.sleep(ORDER_EVERY_S)
     finally:
+        await notifier.stop()
         await pool.close()
 
 
