@@ -99,3 +99,20 @@ async def test_an_unreadable_moves_file_is_ignored(tmp_path: Path) -> None:
     moves = tmp_path / MOVES_FILE
     moves.write_text("{not json")
     assert CoreChoice(["http://blue:8700"], moves).urls == ["http://blue:8700"]
+
+
+async def test_a_core_that_keeps_failing_rests_longer_each_time_until_it_answers() -> None:
+    now = [0.0]
+    choice = CoreChoice(["http://a:1", "http://b:2"], rest_s=15.0, clock=lambda: now[0])
+    rested = []
+    for _ in range(3):
+        choice.failed("http://a:1")
+        back = now[0]
+        while not choice.preferred():
+            now[0] += 1.0
+        rested.append(now[0] - back)
+    assert rested == [15.0, 30.0, 60.0]
+    choice.answered("http://a:1")
+    choice.failed("http://a:1")
+    now[0] += 15.0
+    assert choice.preferred()  # after an answer, the rest starts from 15 s again

@@ -143,6 +143,7 @@ class CoreClient:
                     await self._move(used, moved_to)  # the old core did nothing with this call
                     continue
                 elif answer.status not in _RETRY_STATUS:
+                    self.cores.answered(used)
                     return result_of(answer, path)
                 else:
                     problem = f"HTTP {answer.status}"

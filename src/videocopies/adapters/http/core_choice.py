@@ -1,7 +1,9 @@
 """Which core a node calls: one of a list (VIDEOCOPIES_CORE_URL, comma separated; a balancer's
 address is a list of one), the first one that is not resting. A core that failed a call
 (refused, timed out, answered 502/503/504) rests for a while and the node calls the next; once
-its rest is over the node comes back to it, so the list's order is the order of preference.
+its rest is over the node comes back to it, so the list's order is the order of preference. A
+core that fails again rests twice as long each time (up to MAX_REST_S): one that hangs costs a
+call's timeout now and then, not every REST_S.
 
 A relocation (a deploy's 308) replaces the core that sent it, and is kept in a small file in
 the node's work directory: a node restarted after a deploy goes to the new address, not back
@@ -20,6 +22,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 MOVES_FILE = "core-moved.json"
 REST_S = 15.0
+MAX_REST_S = 300.0
 
 
 def core_urls(setting: str) -> list[str]:
@@ -38,6 +41,7 @@ class CoreChoice:
         self._moves = self._read_moves()
         self.urls = [self._followed(url.rstrip("/")) for url in urls]
         self._resting_until = [0.0] * len(self.urls)
+        self._failures = [0] * len(self.urls)  # in a row, each core's
         self._index = 0
 
     @property
@@ -54,13 +58,20 @@ class CoreChoice:
         core is now another one, not resting: the call may go there at once."""
         now = self._clock()
         if url in self.urls:
-            self._resting_until[self.urls.index(url)] = now + self._rest_s
+            failed = self.urls.index(url)
+            rest = min(MAX_REST_S, self._rest_s * 2 ** self._failures[failed])
+            self._resting_until[failed], self._failures[failed] = now + rest, self._failures[failed] + 1
         if self.current == url:
             awake = [i for i in range(len(self.urls)) if self._resting_until[i] <= now]
             self._index = awake[0] if awake else min(range(len(self.urls)), key=self._resting_until.__getitem__)
             if self.current != url:
                 log.warning("core %s failed; calling %s", url, self.current)
         return self.current != url and self._resting_until[self._index] <= now
+
+    def answered(self, url: str) -> None:
+        """The core at `url` answered a call: its next failure rests it for REST_S again."""
+        if url in self.urls:
+            self._failures[self.urls.index(url)] = 0
 
     def preferred(self) -> bool:
         """Back to an earlier core of the list whose rest is over; True when the choice changed."""
@@ -77,7 +88,7 @@ class CoreChoice:
         old_url, new_url = old_url.rstrip("/"), new_url.rstrip("/")
         if old_url in self.urls:
             index = self.urls.index(old_url)
-            self.urls[index], self._resting_until[index] = new_url, 0.0
+            self.urls[index], self._resting_until[index], self._failures[index] = new_url, 0.0, 0
         self._moves[old_url] = new_url
         self._write_moves()
 
