@@ -27,6 +27,7 @@ Feature: One message shows an order's progress
     Then the progress message reads:
       """
       Cancelled. Charged 4 coins for copies you received; 16 coins returned.
+      Delivered: 1 of 5
       """
     And the progress message has no button
 
@@ -47,6 +48,7 @@ Feature: One message shows an order's progress
     Then the progress message reads:
       """
       Отменено. Списано за полученные копии: 4 монеты; возвращено: 16 монет.
+      Доставлено: 1 из 5
       """
     And the progress message has no button
 

@@ -27,7 +27,7 @@ async def test_cancelling_an_order_whose_job_is_still_queued_settles_at_once(sho
     (closed,) = shop.outbox("order_closed")
     assert closed.payload == {
         "order_id": order_id, "state": "cancelled", "copies": 5, "charged": 0, "pending": 0, "released": 20,
-        "reason": None,
+        "reason": None, "delivered": 0,
     }
     assert await shop.claim() == []
 

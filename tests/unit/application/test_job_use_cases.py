@@ -125,6 +125,7 @@ async def test_a_final_failure_fails_the_order_and_returns_only_the_coins_of_cop
         # copy 0 delivered, copy 1 on its way (charged when it arrives), the other three returned
         "order_id": order_id, "state": "failed", "copies": 5, "charged": 4, "pending": 4, "released": 12,
         "reason": "source_unreadable",  # a code of the list: the raw text stays on the job
+        "delivered": 1,
     }
     assert await shop.deliver(order_id, 1) == 4
     assert shop.figures() == (42, 0, 8, 0)

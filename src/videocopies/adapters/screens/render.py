@@ -131,11 +131,14 @@ def render(kind: str, payload: Mapping[str, Any], language: str, now: datetime |
                 return Screen(t("order_done_partly", made=made, copies=payload["copies"],
                                 total=payload["charged"] + pending))
             return Screen(t("order_done", copies=payload["copies"], total=payload["charged"] + pending))
+        # An order that ended early says how many copies the user got (rows from before: they did not).
+        got = "\n" + t("progress_delivered", delivered=payload["delivered"], copies=payload["copies"]) \
+            if payload.get("delivered") is not None else ""
         if state == "cancelled":
-            return Screen(t("order_cancelled", charged=payload["charged"], released=payload["released"]))
+            return Screen(t("order_cancelled", charged=payload["charged"], released=payload["released"]) + got)
         return Screen(t("order_failed", reason=_why(t, "failure", payload.get("reason"), "unknown"),
                         charged=payload["charged"],
-                        pending=t("pending", amount=pending) if pending else "", released=payload["released"]))
+                        pending=t("pending", amount=pending) if pending else "", released=payload["released"]) + got)
     screen = payload["screen"]
     if screen == "welcome":
         bonus = t("bonus", amount=payload["bonus"]) if payload.get("bonus") else ""

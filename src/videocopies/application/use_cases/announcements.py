@@ -54,6 +54,7 @@ class OrderSettled(DomainEvent):
     released: int
     reason: str | None
     made: int | None  # a done order may have fewer copies than were ordered (the quality gate)
+    delivered: int | None = None  # copies the user got, for an order that ended early
 
     @classmethod
     def of(cls, order: Order, released: int) -> OrderSettled:
@@ -62,6 +63,7 @@ class OrderSettled(DomainEvent):
             order.user_id, order.order_id, order.state, len(order.copies), order.charged,
             order.price_per_copy * order.count(CopyState.RENDERED), released, order.failure_reason,
             order.count(CopyState.RENDERED) + order.count(CopyState.DELIVERED) if done else None,
+            None if done else order.count(CopyState.DELIVERED),
         )
 
 
@@ -170,6 +172,8 @@ def _order_closed(e: OrderSettled) -> OutboxMessage:
     }
     if e.made is not None:
         payload["made"] = e.made
+    if e.delivered is not None:
+        payload["delivered"] = e.delivered
     return OutboxMessage(e.user_id, "order_closed", payload, dedup_key=f"closed:{e.order_id}")
 
 
