@@ -5,8 +5,9 @@ core on a private PostgreSQL, and here `--workers` workers too. Each of `--users
 /start and a short video (2 s, 360x640), picks 5 copies and confirms (the conversation); then
 the workers render the copies, edge sends them, and the order closes (the job). For each
 phase, the database's row writes (inserted + updated + deleted tuples, pg_stat_database), its
-committed transactions (read-only ones too), and the WAL it wrote (pg_stat_wal, the whole
-cluster), each per order. Prints one JSON line.
+committed transactions (read-only ones too), the WAL it wrote (pg_stat_wal, the whole
+cluster), and the CPU of core, edge and PostgreSQL (from /proc), each per order. Prints one
+JSON line.
 
     uv run python bench/pg_writes.py [--users 20] [--workers 2]
 """
@@ -26,32 +27,41 @@ from typing import Any
 
 import httpx
 import psycopg
-from _support import UNPACED_EDGE, emit, fresh_database, server, simulator_process
+from _support import UNPACED_EDGE, cpu_seconds, emit, fresh_database, postgres_cpu_seconds, server, simulator_process
 from ingress import BOT_TOKEN, _until_polling, burst_of, first_replies, make_users
 
 from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.runtime.launch import CoreProcess, edge_process, issue_token, worker_process
 
 STATS = """SELECT tup_inserted + tup_updated + tup_deleted, xact_commit,
-                  (SELECT wal_bytes FROM pg_stat_wal)::bigint
+                  (SELECT wal_bytes FROM pg_stat_wal)::bigint, pg_database_size(current_database()),
+                  (SELECT count(*) FROM inbox), (SELECT count(*) FROM outbox)
            FROM pg_stat_database WHERE datname = current_database()"""
 
 
-def _counters(url: str) -> tuple[int, int, int]:
+def _counters(url: str, pids: dict[str, int]) -> tuple[float, ...]:
+    """Rows written, transactions, WAL bytes, the database's size, inbox and outbox rows; then
+    CPU seconds of core, edge and PostgreSQL."""
     time.sleep(1.5)  # backends flush their statistics at most once a second
     with psycopg.connect(url) as conn:
-        written, commits, wal = conn.execute(STATS).fetchone()  # type: ignore[misc]
-    return int(written), int(commits), int(wal)
+        figures = conn.execute(STATS).fetchone()
+    assert figures is not None
+    cpu = (cpu_seconds(pids["core"]), cpu_seconds(pids["edge"]), postgres_cpu_seconds(pids["postgres"]))
+    return (*(int(f) for f in figures), *cpu)
 
 
-def _per_order(before: tuple[int, int, int], after: tuple[int, int, int], orders: int) -> dict[str, float]:
-    written, commits, wal = (b - a for a, b in zip(before, after, strict=True))
+def _per_order(before: tuple[float, ...], after: tuple[float, ...], orders: int) -> dict[str, float]:
+    written, commits, wal, size, inbox, outbox, core, edge, postgres = (
+        b - a for a, b in zip(before, after, strict=True))
     return {"rows_written": round(written / orders, 1), "transactions": round(commits / orders, 1),
-            "wal_kib": round(wal / orders / 1024, 1)}
+            "wal_kib": round(wal / orders / 1024, 1), "database_kib": round(size / orders / 1024, 1),
+            "inbox_rows": round(inbox / orders, 1), "outbox_rows": round(outbox / orders, 1),
+            "core_cpu_ms": round(core / orders * 1000, 1),
+            "edge_cpu_ms": round(edge / orders * 1000, 1), "postgres_cpu_ms": round(postgres / orders * 1000, 1)}
 
 
 @contextlib.contextmanager
-def stack(url: str, scratch: Path) -> Iterator[tuple[str, str, list[Any]]]:
+def stack(url: str, scratch: Path) -> Iterator[tuple[str, str, dict[str, int], list[Any]]]:
     """Simulator, core, edge and (started later by the caller) workers sharing core's store."""
     store = scratch / "objects"
     core = CoreProcess(url, quote_secret="bench" * 7, VIDEOCOPIES_DATABASE_DIRECT="1",
@@ -62,7 +72,8 @@ def stack(url: str, scratch: Path) -> Iterator[tuple[str, str, list[Any]]]:
         started: list[Any] = []
         try:
             _until_polling(sim.url, edge)
-            yield sim.url, core.url, started
+            assert core.process is not None
+            yield sim.url, core.url, {"core": core.process.pid, "edge": edge.pid}, started
         finally:
             for process in [edge, *started]:
                 process.send_signal(signal.SIGTERM)
@@ -113,10 +124,12 @@ def main() -> None:
     with server() as pg, tempfile.TemporaryDirectory(prefix="videocopies-bench-") as scratch:
         url = fresh_database(pg, "pg_writes")
         clip = make_clip(Path(scratch) / "clip.mp4", seconds=2).read_bytes()
-        with stack(url, Path(scratch)) as (sim_url, core_url, workers):
-            began = _counters(url)
+        with stack(url, Path(scratch)) as (sim_url, core_url, pids, workers):
+            assert pg.pid is not None
+            pids["postgres"] = pg.pid
+            began = _counters(url, pids)
             asyncio.run(conversation(sim_url, args.users, clip))
-            confirmed = _counters(url)
+            confirmed = _counters(url, pids)
             for n in range(args.workers):
                 workers.append(worker_process(core_url, issue_token(url, f"bench-{n}"), Path(scratch) / "work",
                                               Path(scratch) / "objects"))
@@ -124,7 +137,7 @@ def main() -> None:
             while not _closed(url, args.users):
                 assert time.monotonic() < deadline, "the orders did not close"
                 time.sleep(0.5)
-            closed = _counters(url)
+            closed = _counters(url, pids)
     emit({"bench": "pg_writes", "orders": args.users, "copies_per_order": 5,
           "conversation": _per_order(began, confirmed, args.users), "job": _per_order(confirmed, closed, args.users),
           "per_order": _per_order(began, closed, args.users), "load_average": [load, round(os.getloadavg()[0], 2)]})
