@@ -207,4 +207,4 @@ def test_a_core_killed_mid_stream_loses_no_order_and_the_nodes_carry_on(
     # The nodes carried on within the lease time; the duty moved within its own lease.
     assert figures["first_completion_after_kill_s"] < LEASE_TTL_S, figures
     assert figures["first_message_sent_after_kill_s"] < LEASE_TTL_S, figures
-    assert duty_taken_s < OBJECTS_DUTY_TTL_S + 2, figures
+    assert duty_taken_s < OBJECTS_DUTY_TTL_S + 4, figures  # its lease, then the survivor's next pass or two
