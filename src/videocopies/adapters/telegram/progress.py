@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import json
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +47,7 @@ class _Lru(OrderedDict[Any, Any]):
 class ProgressMessages:
     def __init__(
         self, delivery: Delivery, every_s: float = 2.5, clock: Callable[[], float] = time.monotonic,
-        remember: int = 20_000,
+        remember: int = 20_000, counts: Counter[str] | None = None,
     ) -> None:
         self._delivery, self._every_s, self._clock = delivery, every_s, clock
         self._shown_in = _Lru(remember)  # order id -> the Telegram message showing its progress
@@ -56,7 +56,8 @@ class ProgressMessages:
         self._ended = _Lru(remember)  # order ids whose final state was shown
         self._unbuttoned = _Lru(remember)  # (chat, message id) whose buttons were taken off
         self._lapsing: list[tuple[float, int, int]] = []  # (wall-clock time, chat, message id) of buttons that expire
-        self.counts = {"edits": 0, "unchanged": 0, "replaced": 0, "dropped": 0, "unbuttoned": 0}
+        # Shared with the sender's counters, which edge reports to core (videocopies_edge_sender_progress_*).
+        self.counts: Counter[str] = Counter() if counts is None else counts
 
     def lapse(self, message: dict[str, Any], message_id: int) -> None:
         """A message sent whose buttons stop meaning anything at `buttons_until` (a quote's price)."""
@@ -87,7 +88,7 @@ class ProgressMessages:
             if NOT_MODIFIED not in said and not any(gone in said for gone in GONE):
                 raise
         self._unbuttoned.put(target, True)
-        self.counts["unbuttoned"] += 1
+        self.counts["progress_unbuttoned"] += 1
 
     def sent(self, message: dict[str, Any], message_id: int) -> None:
         """A message was sent as it is: an order's accepted screen becomes its progress message."""
@@ -110,20 +111,20 @@ class ProgressMessages:
         assert progress is not None
         order_id = progress["order_id"]
         if order_id in self._ended and not progress.get("final"):
-            self.counts["dropped"] += 1  # the order has ended: its end stays on screen
+            self.counts["progress_dropped"] += 1  # the order has ended: its end stays on screen
             return {}
         target = self._shown_in.get(order_id) or progress.get("edit")
         if target is not None and await self._edited(message, int(target), urgent):
             return self._shown(message, order_id, int(target))
         message_id, _ = await self._delivery.send(message, urgent)
-        self.counts["replaced"] += 1
+        self.counts["progress_replaced"] += 1
         self._shown_in.put(order_id, message_id)
         return {**self._shown(message, order_id, message_id), "moved": True}
 
     async def _edited(self, message: dict[str, Any], target: int, urgent: bool) -> bool:
         """Edit `target` to show the message; False when it cannot be edited any more."""
         if self._showing.get((message["chat_id"], target)) == _content(message):
-            self.counts["unchanged"] += 1
+            self.counts["progress_unchanged"] += 1
             return True
         try:
             await self._delivery.edit(message["chat_id"], target, message["text"], message["buttons"], urgent)
@@ -134,7 +135,7 @@ class ProgressMessages:
             if any(gone in said for gone in GONE):
                 return False
             raise
-        self.counts["edits"] += 1
+        self.counts["progress_edits"] += 1
         return True
 
     def _shown(self, message: dict[str, Any], order_id: str, message_id: int) -> dict[str, Any]:

@@ -46,7 +46,8 @@ class Sender:
         self.pacer = pacer or Pacer()
         self.blocked = blocked or BlockedChats()
         self._delivery = Delivery(bot, copies, work_dir, self.pacer, connections)
-        self.progress = ProgressMessages(self._delivery, progress_every_s, clock)
+        self.counts: Counter[str] = Counter()
+        self.progress = ProgressMessages(self._delivery, progress_every_s, clock, counts=self.counts)
         self._turns = ChatTurns(self.pacer, clock, self.progress.due_at)
         self._batch, self._queue_limit, self._hold_s = batch, queue_limit, hold_s
         self._attempts, self._longest_pause_s, self._report_every_s = attempts, longest_pause_s, report_every_s
@@ -62,7 +63,6 @@ class Sender:
         self._room = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self.sent = 0
-        self.counts: Counter[str] = Counter()
 
     async def close(self) -> None:
         await self._delivery.close()
