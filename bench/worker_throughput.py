@@ -11,9 +11,11 @@ credentials: they move every object through the URLs core signs, as on many host
 default worker counts are 1, 2, 4 and 8 (`--workers` chooses any).
 The baseline: a plain loop with the same parallelism that runs the identical FFmpeg command,
 the identical verification (a PyAV header probe, then every frame decoded by an FFmpeg
-child) and the identical gate for each copy, run right after each worker count.
-Each count also prints each worker's CPU (its own and its FFmpeg children's) per copy, its
-peak RSS, and the bytes it downloaded and uploaded (as core's /metrics shows them).
+child) and the identical gate for each copy, by the plans the pipeline's jobs were given,
+run right after each worker count. Each count also prints the workers' CPU per copy (their
+own and their FFmpeg children's) beside the raw loop's (`cpu_ratio_to_raw`: steadier than
+the wall-time ratio on a busy machine), each worker's CPU seconds and peak RSS, and the
+bytes they downloaded and uploaded (as core's /metrics shows them).
 Then one order of 5 copies measures when the first copy is ready against the whole order.
 Last (local store only), gate_cpu_share: the quality gate's CPU seconds (source and copy
 sampled, measured) as a share of the render's, over one-copy jobs (the gate's worst case:
@@ -127,7 +129,8 @@ def _stop(running: Running, copies: int) -> dict[str, Any]:
     for w in workers:
         w.wait(timeout=60)
     core.stop()
-    return {"own_cpu_s": sum(c[0] for c in cpu), "ffmpeg_cpu_s": sum(c[1] for c in cpu), "rss_mib": peak,
+    return {"own_cpu_s": sum(c[0] for c in cpu), "ffmpeg_cpu_s": sum(c[1] for c in cpu), "cpu_each": cpu,
+            "rss_mib": peak,
             "downloaded_bytes": sum(f.get("downloaded_bytes", 0) for f in reported.values()),
             "uploaded_bytes": sum(f.get("uploaded_bytes", 0) for f in reported.values())}
 
@@ -185,6 +188,8 @@ def one_count(pg: Any, store: Store, clip: Path, clips: int, workers: int, tmp: 
         "raw_jobs_per_min": round(clips / raw * 60, 1),
         "ratio_to_raw": round(raw / measured["seconds"], 3),
         "worker_rss_mib": round(max(measured["rss_mib"]), 1),
+        "each_worker_rss_mib": [round(rss, 1) for rss in measured["rss_mib"]],
+        "each_worker_cpu_s": [round(own + kids, 2) for own, kids in measured["cpu_each"]],
         "worker_cpu_s_per_copy": round(cpu / clips, 3),
         "raw_cpu_s_per_copy": round(raw_cpu / clips, 3),
         "cpu_ratio_to_raw": round(raw_cpu / cpu, 3),  # steadier than the wall-time ratio on a busy machine
