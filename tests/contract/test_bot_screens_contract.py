@@ -127,3 +127,10 @@ async def test_history_sends_a_copy_again_while_the_store_keeps_it(chat: Chat) -
         await conn.execute("UPDATE stored_objects SET deleted_at = now() WHERE key = %s", [artifact.object_key])
     (gone,) = await chat.send(EVA, "button", data=again_data)
     assert gone.text.startswith("This copy is no longer kept") and gone.video_key is None
+
+
+async def test_invite_names_the_bot_by_the_username_edge_gave(chat: Chat) -> None:
+    (invite,) = await chat.send(EVA, "text", text="/invite", bot="videocopies_bot")
+    assert "t.me/videocopies_bot?start=ref_21" in invite.text and "<bot>" not in invite.text
+    (code_only,) = await chat.send(EVA, "text", text="/invite")  # an edge that did not say it
+    assert "/start ref_21" in code_only.text and "t.me" not in code_only.text

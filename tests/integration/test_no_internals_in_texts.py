@@ -202,3 +202,5 @@ def test_no_text_a_user_reads_names_an_exception_a_path_or_ffmpeg(
                      "no longer works", "You were given", "not a video", "too long", "Не удалось сделать копии"):
         assert expected in everything, expected  # the run covered what it claims to
     assert {text: found for text in texts if (found := leaks(text))} == {}
+    # /invite names the bot by the username getMe gave edge
+    assert re.search(rf"t\.me/[A-Za-z0-9_]+\?start=ref_{ann.id}\b", everything) and "<bot>" not in everything

@@ -90,7 +90,7 @@ def _event(e: EventIn, node: str | None = None) -> InboxEvent:
     user = _user(e.user)
     reason = (e.reason or "no reason given") if e.kind == UNREADABLE else None
     return InboxEvent(e.update_id, user, e.kind, e.text, video, e.data, payment=paid, reason=reason,
-                      message_id=e.message_id)
+                      message_id=e.message_id, bot=e.bot)
 
 
 def _user(u: UserIn) -> BotUser:

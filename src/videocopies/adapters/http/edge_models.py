@@ -55,6 +55,8 @@ class EventIn(Body):
     text: str | None = Field(None, max_length=4096, pattern=NO_NUL)
     data: str | None = Field(None, min_length=1, max_length=64, pattern=NO_NUL)
     message_id: int | None = Field(None, ge=1, le=2**53, description="Kind `button`: the message it is on.")
+    bot: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_]+$",
+                            description="Kind `text`: the bot's username (what an invite link names).")
     video: VideoIn | None = None
     payment: PaymentIn | None = None
     reason: str | None = Field(

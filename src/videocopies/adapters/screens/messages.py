@@ -71,7 +71,10 @@ MESSAGES: dict[str, Message] = {
     "payment_reversed": N_("A payment of {stars:stars} was not confirmed by Telegram: the coins it brought "
                            "were taken back ({coins:coins})."),
     "invite": N_("Invite friends with your code ref_{user_id}: when a friend who opens the bot through "
-                 "t.me/<bot>?start=ref_{user_id} places a first order, you both get {amount:coins_each}."),
+                 "t.me/{bot}?start=ref_{user_id} places a first order, you both get {amount:coins_each}."),
+    # the bot's username unknown (an edge that did not say it): the code alone
+    "invite_code": N_("Invite friends with your code ref_{user_id}: when a friend who starts the bot with "
+                      "/start ref_{user_id} places a first order, you both get {amount:coins_each}."),
     "help": N_("Send a video (up to {max_mb} MB and {max_s:seconds}), choose how many copies, confirm the price. "
                "Each copy arrives as soon as it is ready; cancel at any time and pay only for what you got.\n"
                "/balance — your coins\n/history — your orders\n/buy — buy coins\n/invite — invite friends\n"

@@ -156,6 +156,9 @@ def render(kind: str, payload: Mapping[str, Any], language: str, now: datetime |
     if screen == "coins_granted":
         reason = f" ({_why(t, 'grant', payload['reason'], 'gift')})" if payload.get("reason") else ""
         return Screen(t("coins_granted", amount=payload["amount"], reason=reason))
+    if screen == "invite":  # the link names the bot by its username, when edge said it
+        name = "invite" if payload.get("bot") else "invite_code"
+        return Screen(t(name, user_id=payload["user_id"], amount=payload["amount"], bot=payload.get("bot") or ""))
     if screen == "cancel_too_late":  # the order's state says why nothing is cancelled
         return Screen(_why(t, "cancel_too_late", payload.get("state"), "failed"))
     if screen == "choose_copies":

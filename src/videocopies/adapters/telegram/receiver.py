@@ -46,6 +46,7 @@ class Receiver:
         self._poll_timeout = poll_timeout
         self._api = LeanBotApi(bot)
         self._answered: OrderedDict[str, None] = OrderedDict()
+        self._username: str | None = None  # getMe's, for invite links
         self._side: set[asyncio.Task[None]] = set()
         self.stored = 0
         self.counts: Counter[str] = Counter()
@@ -116,6 +117,10 @@ class Receiver:
                 events.append(event)
             else:
                 self.counts["ignored"] += 1
+        if username := await self._bot_username():
+            for event in events:
+                if event["kind"] == "text":
+                    event["bot"] = username
         if events:
             answer = await self._store_events(events)
             self.stored += int(answer.get("stored", 0))
@@ -126,6 +131,15 @@ class Receiver:
                     self._downloads.submit(event["update_id"], event["user"]["id"], event["video"])
         if checkouts:
             await asyncio.gather(*checkouts, return_exceptions=True)
+
+    async def _bot_username(self) -> str | None:
+        """The bot's username (aiogram keeps getMe's answer); None while Telegram has not said."""
+        if self._username is None:
+            try:
+                self._username = (await self._bot.me()).username
+            except Exception as error:  # noqa: BLE001 - asked again with the next page
+                log.info("getMe not answered: %r", error)
+        return self._username
 
     async def _store_events(self, events: list[dict[str, Any]]) -> dict[str, Any]:
         try:

@@ -170,7 +170,7 @@ class Conversation(OrderTalk, AccountTalk):
         elif command == "/buy":
             self._packages(replies)
         elif command == "/invite":
-            replies.screen("invite", user_id=user.user_id, amount=self._referral_bonus())
+            replies.screen("invite", user_id=user.user_id, amount=self._referral_bonus(), bot=replies.event.bot)
         elif command == "/help":
             replies.screen("help", max_mb=self.settings.max_video_bytes // (1024 * 1024),
                            max_s=int(self.settings.max_video_seconds))

@@ -22,6 +22,10 @@ class Replies:
         spent = event.kind == "button" and (event.data or "").startswith(SPENT_WHEN_PRESSED)
         self._unbutton = event.message_id if spent else None
 
+    @property
+    def event(self) -> InboxEvent:
+        return self._event
+
     def screen(self, screen: str, /, **values: Any) -> None:
         self.messages.append(self.message(screen, **values))
 

@@ -94,6 +94,7 @@ class InboxEvent:
     reason: str | None = None  # kind "unreadable": why the update could not be read
     received_at: datetime | None = None  # when it was stored (read back from the inbox)
     message_id: int | None = None  # kind button: the Telegram message the button is on
+    bot: str | None = None  # kind text: the bot's username, as edge's getMe said (an invite link names it)
 
     @property
     def waits_for_file(self) -> bool:
@@ -115,6 +116,8 @@ class InboxEvent:
             payload["reason"] = self.reason
         if self.message_id is not None:
             payload["message_id"] = self.message_id
+        if self.bot is not None:
+            payload["bot"] = self.bot
         return payload
 
     @classmethod
@@ -128,6 +131,7 @@ class InboxEvent:
             update_id, BotUser(UserId(int(user["id"])), user["language"], user.get("first_name")), kind,
             payload.get("text"), StoredVideo(**video) if video else None, payload.get("data"), event_id,
             PaidInvoice(**paid) if paid else None, payload.get("reason"), received_at, payload.get("message_id"),
+            payload.get("bot"),
         )
 
 
