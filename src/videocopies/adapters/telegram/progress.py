@@ -6,7 +6,10 @@ not made (Telegram refuses it, "message is not modified"); an order's rendering 
 the message at most once every `every_s` (its other states at once, paced like every send); a
 state older than the order's end is dropped. A message that cannot be edited any more (the user
 deleted it, Telegram no longer allows edits) is replaced by a new one, once, and the report
-tells core (`moved`), so the next edits go to the new message."""
+tells core (`moved`), so the next edits go to the new message.
+
+Buttons that stop meaning anything lose them here too: the message a spent button was pressed
+on (`unbutton`, before the reply to the press), and a quote whose price expired (`lapse`)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from typing import Any
 
 from aiogram.exceptions import TelegramBadRequest
 
+from videocopies.adapters.telegram.botapi import refusal_of
 from videocopies.adapters.telegram.delivery import Delivery
 
 NOT_MODIFIED = "message is not modified"
@@ -70,8 +74,13 @@ class ProgressMessages:
         now = time.time() if now is None else now
         done = 0
         while self._lapsing and self._lapsing[0][0] <= now:
-            _, chat_id, message_id = heapq.heappop(self._lapsing)
-            await self.unbutton({"chat_id": chat_id, "unbutton": message_id}, False)
+            due = heapq.heappop(self._lapsing)
+            try:
+                await self.unbutton({"chat_id": due[1], "unbutton": due[2]}, False)
+            except Exception as error:
+                if refusal_of(error) is None:  # a 429, the network, a 5xx: tried again next round
+                    heapq.heappush(self._lapsing, due)
+                raise
             done += 1
         return done
 

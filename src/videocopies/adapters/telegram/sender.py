@@ -227,6 +227,8 @@ class Sender:
             await sleep_unless(stop, 1.0)
             try:
                 self.counts["buttons_lapsed"] += await self.progress.lapsed()
+            except TelegramRetryAfter as flood:
+                self.pacer.pause(float(flood.retry_after))
             except Exception as error:  # noqa: BLE001 - a button left is answered when pressed
                 log.info("expired buttons not taken off: %r", error)
 
