@@ -156,6 +156,7 @@ class Worker:
         reporter = asyncio.create_task(progress.run(stop))
         try:
             await render
+            reporter.cancel()  # no figure after the last copy: the order's end is the last word
             return await self._finish(job, "done")
         except asyncio.CancelledError:
             if outcome["why"] == "cancel":
