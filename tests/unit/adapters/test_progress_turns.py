@@ -69,3 +69,15 @@ def test_a_rendering_figure_waits_until_it_is_due_and_other_states_do_not() -> N
     clock.now += 5
     turns.release_due()
     assert drain(turns) == [4]
+
+
+def test_states_short_of_the_end_wait_with_the_copies_and_the_end_goes_with_the_replies() -> None:
+    clock = Clock()
+    turns = ChatTurns(Pacer(clock=clock), clock)
+    turns.add(state(1))  # chat 1: a delivered copy's state
+    turns.add({"id": 2, "chat_id": 2, "kind": "screen"})  # chat 2: a reply to what the user just did
+    turns.add({**state(3, order="o3", final=True), "chat_id": 3})  # chat 3: an order's end
+    sent = []
+    while (turn := turns.next(reply_room=True, copy_room=True)) is not None:
+        sent.append((turn[0]["id"], turn[1]))
+    assert sent == [(2, True), (3, True), (1, False)]  # (message, urgent)

@@ -5,7 +5,8 @@ copies take turns, so a user's ten copies never hold up another user's welcome.
 
 A state of an order's progress message takes the place of the one of the same order still
 queued, which is dropped (only the newest is worth showing; an order's end is never dropped),
-and a chat whose next message is a rendering figure waits until that figure is due (`due_at`)."""
+and a chat whose next message is a rendering figure waits until that figure is due (`due_at`).
+Those states take their turns with the copies; only an order's end goes with the replies."""
 
 from __future__ import annotations
 
@@ -118,7 +119,14 @@ class ChatTurns:
         ready = max(self._pacer.chat_ready_at(chat_id), self._due_at(queue[0]))
         if ready > self._clock():
             heapq.heappush(self._later, (ready, next(self._seq), chat_id))
-        elif queue[0]["kind"] == COPY:
+        elif queue[0]["kind"] == COPY or _passing(queue[0]):
             self._copy_turns.append(chat_id)
         else:
             self._replies.append(chat_id)
+
+
+def _passing(message: dict[str, Any]) -> bool:
+    """A state of an order's progress short of its end: it waits with the copies, never taking the
+    places (or the bot's reserve of sends) kept for replies to what users just did."""
+    progress = progress_of(message)
+    return progress is not None and not progress.get("final")
