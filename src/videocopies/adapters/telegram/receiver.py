@@ -162,13 +162,13 @@ class Receiver:
             self.counts["unreadable_dropped"] += 1
             return None
         if (query := update.get("callback_query")) is not None:
+            said = None
             if not known_button(query.get("data")) and isinstance(query.get("from"), dict):
-                # A button no release of the bot made: nothing for core to decide, told at once.
-                language = language_of(query["from"].get("language_code"))
-                self._answer_soon(str(query.get("id", "")), text(language, "button_stale"))
+                # A button no release of the bot made: told at once (core still hears of it, and
+                # answers what it cannot read as such).
+                said = text(language_of(query["from"].get("language_code")), "button_stale")
                 self.counts["stale_buttons"] += 1
-                return None
-            self._answer_soon(str(query.get("id", "")))
+            self._answer_soon(str(query.get("id", "")), said)
         if (checkout := update.get("pre_checkout_query")) is not None:
             task = asyncio.ensure_future(self._pre_checkout(checkout))
             checkouts.append(task)
