@@ -50,8 +50,9 @@ async def run(sim_url: str, url: str, users: int, clip: bytes) -> dict[str, Any]
         await asyncio.gather(*(upload(u) for u in ids))
         choose = await first_replies(sim, ids, {}, 300, contains="How many copies")
         assert len(choose) == users, len(choose)
-        await burst_of(sim, [{"user_id": u, "message_id": choose[u]["message"]["message_id"], "data": "n:5"}
-                             for u in ids])
+        await burst_of(sim, [{"user_id": u, "message_id": choose[u]["message"]["message_id"], "data": next(
+            b["callback_data"] for row in choose[u]["message"]["reply_markup"]["inline_keyboard"] for b in row
+            if b["callback_data"].split(":")[1] == "5")} for u in ids])
         seen = {u: choose[u]["seq"] for u in ids}
         quotes = await first_replies(sim, ids, seen, 300, contains="copies at 4 coins")
         assert len(quotes) == users, len(quotes)

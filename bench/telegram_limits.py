@@ -258,7 +258,9 @@ class Users:
         """Send the video, pick `copies`, confirm, and wait for the order to be accepted."""
         await self.send_video(user, clip)
         choose = await self.next(user, "How many copies", after)
-        await self.press(user, choose["message"], f"n:{copies}")
+        await self.press(user, choose["message"], next(
+            b["callback_data"] for row in choose["message"]["reply_markup"]["inline_keyboard"] for b in row
+            if b["callback_data"].split(":")[1] == str(copies)))  # n:<copies>:<the video>
         quote = await self.next(user, f"{copies} copies at", choose["seq"])
         confirm = quote["message"]["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
         await self.press(user, quote["message"], confirm)

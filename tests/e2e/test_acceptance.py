@@ -66,7 +66,7 @@ async def _story(user, clip: Path, tmp: Path, url: str) -> None:  # type: ignore
 
     user.send_video(clip.read_bytes(), width=540, height=960, duration=5, file_name="clip.mp4", mime_type="video/mp4")
     choose = await user.next_message(contains="How many copies", timeout=60)
-    user.press(choose.message_id, "n:5")
+    user.press(choose.message_id, next(d for d in choose.buttons if d.split(":")[1] == "5"))
     quote = await user.next_message(contains="5 copies at 4 coins each: 20 coins", timeout=30)
     (confirm,) = quote.buttons
     user.press(quote.message_id, confirm)

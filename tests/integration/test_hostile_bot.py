@@ -81,11 +81,17 @@ class Chat:
     def order(self, copies: int = 1) -> dict[str, Any]:
         """Press the number of copies, then confirm; the 'accepted' screen."""
         choose = self.next(contains="How many copies")
-        self.press(choose["message_id"], f"n:{copies}")
+        self.press(choose["message_id"], choice(choose, copies))
         quote = self.next(contains="coins each")
         (confirm,) = [b["callback_data"] for row in quote["reply_markup"]["inline_keyboard"] for b in row]
         self.press(quote["message_id"], confirm)
         return self.next(contains="Order accepted")
+
+
+def choice(choose: dict[str, Any], copies: int) -> str:
+    """The data of the button choosing `copies` (n:<copies>:<the video>)."""
+    return next(b["callback_data"] for row in choose["reply_markup"]["inline_keyboard"] for b in row
+                if b["callback_data"].split(":")[1] == str(copies))
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +186,7 @@ def test_a_forged_confirm_button_orders_nothing(bot: tuple[Any, httpx.Client], t
     chat = newcomer(bot)
     chat.send("video", make_unusual("no_audio", tmp_path).read_bytes(), "video/mp4", 1, "clip.mp4")
     choose = chat.next(contains="How many copies")
-    chat.press(choose["message_id"], "n:10")
+    chat.press(choose["message_id"], choice(choose, 10))
     quote = chat.next(contains="coins each")
     (confirm,) = [b["callback_data"] for row in quote["reply_markup"]["inline_keyboard"] for b in row]
     _, quote_id, copies, total, mac = confirm.split(":")

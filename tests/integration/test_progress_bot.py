@@ -53,7 +53,7 @@ class Chat:
     def order(self, copies: int) -> dict[str, Any]:
         """Press the number of copies, then confirm; the accepted screen."""
         choose = self.next(contains="How many copies")
-        (choice,) = [d for d in buttons(choose) if d.startswith(f"n:{copies}")]
+        (choice,) = [d for d in buttons(choose) if d.split(":")[1] == str(copies)]
         self.press(choose["message_id"], choice)
         quote = self.next(contains="coins each")
         (confirm,) = buttons(quote)

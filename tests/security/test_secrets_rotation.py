@@ -21,7 +21,8 @@ FIRST, SECOND, THIRD = (secrets.token_urlsafe(32) for _ in range(3))
 
 async def _confirm_button(user: SimulatedUser, choose: int) -> tuple[int, str]:
     """Press "1 copy" on the choice screen: the quote's message and its confirm button."""
-    user.press(choose, "n:1")
+    offered = next(e.buttons for e in user.received if e.message_id == choose and e.buttons)
+    user.press(choose, next(d for d in offered if d.split(":")[1] == "1"))
     quote = await user.next_message(contains="The price holds", timeout=30)
     (data,) = [b["callback_data"] for row in quote.message["reply_markup"]["inline_keyboard"] for b in row
                if b["callback_data"].startswith("c:")]

@@ -56,7 +56,7 @@ async def _order_end_to_end(user: SimulatedUser, clip: Path) -> None:
     await user.next_message(contains="no longer valid", timeout=30)
     user.send_video(clip.read_bytes(), width=360, height=640, duration=2)
     choose = await user.next_message(contains="How many copies", timeout=60)
-    user.press(choose.message["message_id"], "n:1")
+    user.press(choose.message["message_id"], next(d for d in choose.buttons if d.split(":")[1] == "1"))
     quote_screen = await user.next_message(contains="The price holds", timeout=30)
     (confirm,) = [b["callback_data"] for row in quote_screen.message["reply_markup"]["inline_keyboard"] for b in row
                   if b["callback_data"].startswith("c:")]

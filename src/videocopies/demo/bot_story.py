@@ -68,7 +68,7 @@ async def tell(user: SimulatedUser, clip: Path, scratch: Path, say: Narrator) ->
     say.bot_says(choose.text, choose.buttons)
 
     say.step(f"The user picks {COPIES} copies (presses n:{COPIES})")
-    user.press(choose.message_id, f"n:{COPIES}")
+    user.press(choose.message_id, next(d for d in choose.buttons if d.split(":")[1] == str(COPIES)))
     quote = await user.next_message(contains="coins each", timeout=30)
     say.bot_says(quote.text, quote.buttons)
     say.check(f"{COPIES} copies at 4 coins each: 20 coins" in quote.text, "the quote is not 5 copies for 20 coins")
