@@ -55,9 +55,9 @@ QUICK: dict[str, list[str]] = {
     "queue_throughput": ["--jobs", "400", "--trickle", "20", "--rate", "20"],
     "job_api": ["--idle-s", "2", "--jobs", "100", "--wake-jobs", "20", "--renew-s", "2"],
     "job_api_cpu": ["--jobs", "200", "--rounds", "1"],
-    "cpu_per_op": ["--orders", "100", "--jobs", "200"],
-    "ingress": ["--users", "200"], "confirm_via_bot": ["--users", "50"],
-    "worker_throughput": ["--clips", "2", "--max-workers", "1"],
+    "cpu_per_op": ["--orders", "100", "--jobs", "200"], "ingress": ["--users", "200"],
+    "confirm_via_bot": ["--users", "50"], "worker_throughput": ["--clips", "2", "--max-workers", "1"],
+    "worker_throughput_s3": ["--clips", "2", "--workers", "1"],
     "backup": ["--orders", "50"],
     "soak": ["--orders", "6", "--users", "3", "--workers", "2", "--payments", "2", "--fault-every", "1.5"],
 }
