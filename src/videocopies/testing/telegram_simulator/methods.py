@@ -8,6 +8,7 @@ from collections.abc import Callable
 from videocopies.testing.telegram_simulator import errors
 from videocopies.testing.telegram_simulator.accounts import DEFAULT_UPDATE_KINDS, BotAccount, Chat, Webhook
 from videocopies.testing.telegram_simulator.chats import message_text, new_message, reply_markup, target_chat
+from videocopies.testing.telegram_simulator.commands import get_my_commands, set_my_commands
 from videocopies.testing.telegram_simulator.errors import BotApiError, bad_request
 from videocopies.testing.telegram_simulator.files import (
     CLOUD_DOWNLOAD_LIMIT,
@@ -174,23 +175,6 @@ def delete_message(state: SimulatorState, bot: BotAccount, p: Params) -> bool:
 def send_chat_action(state: SimulatorState, bot: BotAccount, p: Params) -> bool:
     target_chat(state, bot, p)
     return True
-
-
-def set_my_commands(state: SimulatorState, bot: BotAccount, p: Params) -> bool:
-    """Kept by language (the default under ""), as Telegram shows them in the menu."""
-    commands = p.json("commands")
-    if not isinstance(commands, list) or len(commands) > 100 or not all(
-        isinstance(c, dict) and isinstance(c.get("command"), str) and 1 <= len(c["command"]) <= 32
-        and isinstance(c.get("description"), str) and 1 <= len(c["description"]) <= 256 for c in commands
-    ):
-        raise bad_request("BOT_COMMANDS_INVALID")
-    bot.commands[p.str("language_code", "")] = [{"command": c["command"], "description": c["description"]}
-                                                 for c in commands]
-    return True
-
-
-def get_my_commands(state: SimulatorState, bot: BotAccount, p: Params) -> list[dict]:
-    return list(bot.commands.get(p.str("language_code", ""), []))
 
 
 def _message_to_edit(state: SimulatorState, bot: BotAccount, p: Params) -> tuple[Chat, dict]:
