@@ -16,10 +16,10 @@ def set_my_commands(state: SimulatorState, bot: BotAccount, p: Params) -> bool:
         and isinstance(c.get("description"), str) and 1 <= len(c["description"]) <= 256 for c in commands
     ):
         raise bad_request("BOT_COMMANDS_INVALID")
-    bot.commands[p.str("language_code", "")] = [{"command": c["command"], "description": c["description"]}
+    bot.commands[p.str("language_code", "") or ""] = [{"command": c["command"], "description": c["description"]}
                                                  for c in commands]
     return True
 
 
 def get_my_commands(state: SimulatorState, bot: BotAccount, p: Params) -> list[dict]:
-    return list(bot.commands.get(p.str("language_code", ""), []))
+    return list(bot.commands.get(p.str("language_code", "") or "", []))
