@@ -19,8 +19,11 @@ from videocopies.testing.telegram_simulator import BotApiSimulator, SimulatedUse
 FIRST, SECOND, THIRD = (secrets.token_urlsafe(32) for _ in range(3))
 
 
-async def _confirm_button(user: SimulatedUser, choose: int) -> tuple[int, str]:
-    """Press "1 copy" on the choice screen: the quote's message and its confirm button."""
+async def _confirm_button(user: SimulatedUser, clip: bytes) -> tuple[int, str]:
+    """Send the video and press "1 copy" on its choice screen (a choice is spent once pressed):
+    the quote's message and its confirm button."""
+    user.send_video(clip, width=360, height=640, duration=2)
+    choose = (await user.next_message(contains="How many copies", timeout=60)).message["message_id"]
     offered = next(e.buttons for e in user.received if e.message_id == choose and e.buttons)
     user.press(choose, next(d for d in offered if d.split(":")[1] == "1"))
     quote = await user.next_message(contains="The price holds", timeout=30)
@@ -54,18 +57,16 @@ def test_a_quote_signed_with_the_previous_secret_confirms_and_one_with_a_retired
             try:
                 user = sim.create_user(token, language_code="en")
 
-                async def before_rotation() -> tuple[int, list[tuple[int, str]]]:
+                async def before_rotation() -> list[tuple[int, str]]:
                     user.send_text("/start")
                     await user.next_message(contains="50 coins", timeout=60)
-                    user.send_video(clip.read_bytes(), width=360, height=640, duration=2)
-                    choose = (await user.next_message(contains="How many copies", timeout=60)).message["message_id"]
-                    return choose, [await _confirm_button(user, choose), await _confirm_button(user, choose)]
+                    return [await _confirm_button(user, clip.read_bytes()) for _ in range(2)]
 
-                choose, (signed_first, also_signed_first) = asyncio.run(before_rotation())
+                signed_first, also_signed_first = asyncio.run(before_rotation())
 
                 core.restart(VIDEOCOPIES_QUOTE_SECRET=SECOND, VIDEOCOPIES_QUOTE_SECRET_PREVIOUS=FIRST)
                 during = asyncio.run(_answer_to(user, *signed_first))
-                signed_second = asyncio.run(_confirm_button(user, choose))
+                signed_second = asyncio.run(_confirm_button(user, clip.read_bytes()))
 
                 core.restart(VIDEOCOPIES_QUOTE_SECRET=THIRD, VIDEOCOPIES_QUOTE_SECRET_PREVIOUS=SECOND)
                 retired = asyncio.run(_answer_to(user, *also_signed_first))
