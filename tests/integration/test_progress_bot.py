@@ -2,7 +2,8 @@
 faults), core, edge and a worker as processes, real FFmpeg. The order's accepted screen is edited
 as copies are rendered and delivered and when the order closes; Telegram never refuses an edit as
 "not modified"; once the order is closed no message in the chat has a live button; a progress
-message the user deleted is replaced by a new one, which the later states edit."""
+message the user deleted is replaced by a new one, which the later states edit; a choice pressed
+under an older video copies that video, not the newest."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import av
 import httpx
 import pytest
 
@@ -34,8 +36,9 @@ class Chat:
     def say(self, text: str) -> None:
         self.sim.post(f"/_sim/users/{self.id}/messages", json={"text": text}).raise_for_status()
 
-    def send_video(self, path: Path, seconds: int) -> None:
-        params = {"file_name": path.name, "mime_type": "video/mp4", "width": 720, "height": 1280, "duration": seconds}
+    def send_video(self, path: Path, seconds: int, width: int = 720, height: int = 1280) -> None:
+        params = {"file_name": path.name, "mime_type": "video/mp4", "width": width, "height": height,
+                  "duration": seconds}
         self.sim.post(f"/_sim/users/{self.id}/videos", params=params, content=path.read_bytes()).raise_for_status()
 
     def press(self, message_id: int, data: str) -> None:
@@ -157,3 +160,29 @@ def test_a_deleted_progress_message_is_replaced_once_and_the_order_ends_in_the_n
                for e in entries if e["kind"] == "edit" and e["seq"] > replacements[-1]["seq"])
     time.sleep(1)
     assert buttons(chat.now(closed["message_id"])) == []
+
+
+def test_a_choice_under_an_older_video_copies_that_video(
+    bot: tuple[Any, httpx.Client, Path], tmp_path: Path
+) -> None:
+    """Two videos of different sizes; "1 copy" pressed under the first one's choice, after the
+    second arrived: the copy delivered has the first one's frame size."""
+    _, sim, clip = bot
+    newer = make_clip(tmp_path / "newer.mp4", seconds=2, width=360, height=640)
+    chat = newcomer(bot)
+    chat.send_video(clip, 6)
+    older_choice = chat.next(contains="How many copies")
+    chat.send_video(newer, 2, width=360, height=640)
+    chat.next(contains="How many copies")
+    (one,) = [d for d in buttons(older_choice) if d.split(":")[1] == "1"]
+    chat.press(older_choice["message_id"], one)
+    quote = chat.next(contains="The price holds")
+    (confirm,) = buttons(quote)
+    chat.press(quote["message_id"], confirm)
+    chat.next(contains="Your copy is ready", timeout=300)
+    (copy,) = [e["message"]["video"] for e in chat.received() if e["kind"] == "new" and "video" in e["message"]]
+    file_path = sim.get(f"/bot{BOT_TOKEN}/getFile", params={"file_id": copy["file_id"]}).json()["result"]["file_path"]
+    (tmp_path / "copy.mp4").write_bytes(sim.get(f"/file/bot{BOT_TOKEN}/{file_path}").content)
+    with av.open(str(tmp_path / "copy.mp4")) as container:
+        stream = container.streams.video[0]
+        assert (stream.width, stream.height) == (720, 1280)

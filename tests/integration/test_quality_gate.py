@@ -4,6 +4,7 @@ caught on every kind of video and rendered again; every copy delivered meets the
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -39,10 +40,13 @@ class WeakFirstRender:
         self._real = FfmpegTranscoder()
         self.weak = 0
 
-    async def render(self, plan: EffectsPlan, source: Path, target: Path, source_frames: Path | None = None) -> None:
+    async def render(
+        self, plan: EffectsPlan, source: Path, target: Path, source_frames: Path | None = None,
+        on_progress: Callable[[float], None] | None = None,
+    ) -> None:
         if plan.attempt > 0 or source_frames is not None:
             # The real renderer also keeps the source's frames for the gate on the first render.
-            await self._real.render(plan, source, target, source_frames=source_frames)
+            await self._real.render(plan, source, target, source_frames=source_frames, on_progress=on_progress)
         if plan.attempt > 0:
             return
         self.weak += 1
