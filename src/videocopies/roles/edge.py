@@ -45,7 +45,7 @@ def sources(settings: EdgeSettings, core: CoreClient) -> SourceStore:
 
 
 async def serve(settings: EdgeSettings) -> int:
-    core = core_client(settings.core)
+    core = core_client(settings.core, settings.work_dir)
     if settings.acks_log is not None:
         log_acknowledgements(core, settings.acks_log)
     bot = telegram_bot(settings.bot)

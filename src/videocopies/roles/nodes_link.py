@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 from videocopies.adapters.http.client import CoreClient, WrongNode, identify
@@ -11,10 +12,12 @@ from videocopies.adapters.http.core_urls import PlainHttpRefused
 from videocopies.settings.links import CoreLink
 
 
-def core_client(link: CoreLink, **options: Any) -> CoreClient:
+def core_client(link: CoreLink, work_dir: Path | None = None, **options: Any) -> CoreClient:
     """Exits with the reason when core's URL is refused (plain http to another host). A
-    relocation the node learns is kept in its work directory and followed at its next start."""
-    moves = link.work_dir / MOVES_FILE if link.work_dir is not None else None
+    relocation the node learns is kept in its work directory (VIDEOCOPIES_WORK_DIR, else the
+    role's default `work_dir`) and followed at its next start."""
+    where = link.work_dir or work_dir
+    moves = where / MOVES_FILE if where is not None else None
     try:
         return CoreClient(
             link.url, link.token, allow_plain_http=link.allow_plain_http, ca_file=link.ca_file, moves_file=moves,

@@ -69,7 +69,7 @@ def build(settings: WorkerNodeSettings, name: str, core: CoreClient) -> Worker:
 
 
 async def serve(settings: WorkerNodeSettings) -> int:
-    core = core_client(settings.core, retry_for_s=settings.retry_for_s)
+    core = core_client(settings.core, settings.work_dir, retry_for_s=settings.retry_for_s)
     try:
         if (me := await identified(core, "worker")) is None:
             return 2

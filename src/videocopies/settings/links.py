@@ -18,7 +18,8 @@ class CoreLink:
     in order when one fails), the node's token (VIDEOCOPIES_NODE_TOKEN or the file named by
     VIDEOCOPIES_NODE_TOKEN_FILE), VIDEOCOPIES_CORE_CA (a private CA),
     VIDEOCOPIES_ALLOW_PLAIN_HTTP=1 (http to a host other than loopback) and the node's
-    VIDEOCOPIES_WORK_DIR, where a relocation it learns is kept (unset: in memory only)."""
+    VIDEOCOPIES_WORK_DIR, where a relocation it learns is kept (unset: the role's default work
+    directory)."""
 
     url: str
     token: str = attrs.field(repr=False)
