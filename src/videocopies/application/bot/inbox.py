@@ -31,14 +31,31 @@ from datetime import timedelta
 import attrs
 
 from videocopies.application.bot.conversation import Conversation
+from videocopies.application.errors import ApplicationError, Conflict, ProviderUnavailable, ServiceBusy
 from videocopies.application.ports import Clock, Inbox, InboxEvent, OutboxMessage
 from videocopies.application.ports.bot import InboxTurn
 from videocopies.application.use_cases.joined import joining
-from videocopies.domain.shared import UserId
+from videocopies.domain.shared import DomainError, UserId
 
 log = logging.getLogger(__name__)
 News = list[Callable[[], None]]
 Handled = tuple[InboxEvent, Sequence[OutboxMessage], str]
+
+
+def _failed(event: InboxEvent, error: Exception) -> Handled:
+    """The event done with an error screen for its user and the error kept on its row."""
+    reply = OutboxMessage(event.user.user_id, "screen", {"screen": "unknown"}, f"in:{event.update_id}:error")
+    return event, [reply], f"error: {type(error).__name__}: {error}"[:500]
+
+
+def _worth_trying_again(error: Exception) -> bool:
+    """Not a refusal of the event itself: the database or the provider away, or a transaction
+    that lost a race. Anything the application or the domain refuses is final."""
+    if isinstance(error, Conflict):
+        return error.kind == "transaction"
+    if isinstance(error, ServiceBusy | ProviderUnavailable):
+        return True
+    return not isinstance(error, ApplicationError | DomainError)
 
 
 class InboxProcessor:
@@ -140,15 +157,23 @@ class InboxProcessor:
             log.exception("inbox event %s failed", event.update_id)
             if turn is not None:
                 await turn.undo()
-            error_reply = OutboxMessage(event.user.user_id, "screen", {"screen": "unknown"},
-                                        f"in:{event.update_id}:error")
-            return event, [error_reply], f"error: {type(error).__name__}: {error}"[:500]
+            return _failed(event, error)
 
     async def _paying(self, payment: InboxEvent) -> int:
         """A payment, handled while its user is held by the lease the turn left, then marked
-        done by a turn for that user alone, which goes on with the events behind it."""
+        done by a turn for that user alone, which goes on with the events behind it. One that
+        fails for an outage (the database restarting, say) is left pending: once the lease ends
+        a later turn tries it again, and the charge is credited once whatever the tries."""
         news: News = []
-        handled = await self._one(payment, None, news)
+        try:
+            handled: Handled = (payment, await self._conversation.handle(payment), "ok")
+        except Exception as error:  # noqa: BLE001 - an outage is tried again, a refusal answered
+            if _worth_trying_again(error):
+                log.warning("payment %s not credited yet, tried again after %s: %r",
+                            payment.update_id, self._lease, error)
+                return 0
+            log.exception("inbox event %s failed", payment.update_id)
+            handled = _failed(payment, error)
         async with self._inbox.turn() as turn:
             events = await turn.claim(self._clock.now(), 1, 1, [payment.user.user_id])
             if not events or events[0].update_id != payment.update_id:
