@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -22,24 +21,14 @@ from pathlib import Path
 
 import httpx
 
-from videocopies.embedded.local import LocalServer, LocalServerError, log_tail, process_alive
+from videocopies.embedded.local import LocalServer, LocalServerError, log_tail, process_alive, system_program
 
 BACKEND = "cores"
 
 
 def haproxy_binary() -> str:
     """VIDEOCOPIES_HAPROXY, else haproxy on PATH, else Debian's /usr/sbin/haproxy."""
-    override = os.environ.get("VIDEOCOPIES_HAPROXY")
-    if override:
-        if not Path(override).exists():
-            raise LocalServerError(f"VIDEOCOPIES_HAPROXY={override} does not exist")
-        return override
-    found = shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
-    if found is None:
-        raise LocalServerError(
-            "HAProxy not found: set VIDEOCOPIES_HAPROXY, put haproxy on PATH or apt-get install haproxy"
-        )
-    return found
+    return system_program("haproxy", "VIDEOCOPIES_HAPROXY", "HAProxy")
 
 
 def haproxy_admin(admin_socket: Path, command: str) -> str:

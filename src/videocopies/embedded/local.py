@@ -34,6 +34,23 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def system_program(program: str, variable: str, product: str) -> str:
+    """A server program from the system's packages: the file `variable` names, else `program`
+    on PATH, else Debian's /usr/sbin/`program`; refused with how to get it."""
+    override = os.environ.get(variable)
+    if override:
+        if not Path(override).exists():
+            raise LocalServerError(f"{variable}={override} does not exist")
+        return override
+    debian = Path("/usr/sbin") / program
+    found = shutil.which(program) or (str(debian) if debian.exists() else None)
+    if found is None:
+        raise LocalServerError(
+            f"{product} not found: set {variable}, put {program} on PATH or apt-get install {program}"
+        )
+    return found
+
+
 def running_as_root() -> bool:
     return os.geteuid() == 0
 

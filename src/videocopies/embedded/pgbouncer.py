@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -22,22 +21,13 @@ from videocopies.embedded.local import (
     run,
     running_as_root,
     service_account,
+    system_program,
 )
 
 
 def pgbouncer_binary() -> str:
     """VIDEOCOPIES_PGBOUNCER, else pgbouncer on PATH, else Debian's /usr/sbin/pgbouncer."""
-    override = os.environ.get("VIDEOCOPIES_PGBOUNCER")
-    if override:
-        if not Path(override).exists():
-            raise LocalServerError(f"VIDEOCOPIES_PGBOUNCER={override} does not exist")
-        return override
-    found = shutil.which("pgbouncer") or ("/usr/sbin/pgbouncer" if Path("/usr/sbin/pgbouncer").exists() else None)
-    if found is None:
-        raise LocalServerError(
-            "PgBouncer not found: set VIDEOCOPIES_PGBOUNCER, put pgbouncer on PATH or apt-get install pgbouncer"
-        )
-    return found
+    return system_program("pgbouncer", "VIDEOCOPIES_PGBOUNCER", "PgBouncer")
 
 
 class LocalPgBouncer(LocalServer):
