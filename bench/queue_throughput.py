@@ -9,7 +9,10 @@ a receipt id and its receipt stored, each order closed and settled, all of a bat
 transaction (one disk flush on a durable server). A batch of 1 goes through `CompleteJob`.
 The same job count is then drained by pgqueuer on the same server (bench/queue_peer.py
 says how it is configured) with 4 processes and batch 10, and `ratio_to_pgqueuer` is ours
-over its rate. Then a trickle of jobs at a steady rate measures how long a parked claimer
+over its rate. Between the two, the floor (bench/queue_floor.py) writes the same rows for the
+same jobs by hand-made set-based SQL with 4 processes and batch 10: `ratio_to_floor` is ours
+over it, and `floor_ratio_to_pgqueuer` says how far any implementation of these writes gets
+against pgqueuer on this server. Then a trickle of jobs at a steady rate measures how long a parked claimer
 takes to get new work (LISTEN/NOTIFY on a direct connection).
 
 Needs the `bench` dependency group for the peer (`uv sync --frozen --group bench`);
@@ -31,6 +34,7 @@ from datetime import timedelta
 from typing import Any
 
 import psycopg
+import queue_floor
 import queue_peer
 import uvloop
 from _support import emit, fresh_database, postgres_cpu_seconds, server
@@ -238,6 +242,9 @@ def main() -> None:
             pg.create_database(name, template="queue_template")
             runs.append(throughput(pg.url(name), workers, batch, pg.pid))
             print(runs[-1], file=sys.stderr, flush=True)
+        pg.create_database("queue_floor", template="queue_template")
+        floor = queue_floor.throughput(pg.url("queue_floor"), 4, 10, pg.pid)
+        print({"floor": floor}, file=sys.stderr, flush=True)
         if not args.no_peer:
             if pg.database_exists("queue_peer"):
                 pg.drop_database("queue_peer")
@@ -249,13 +256,19 @@ def main() -> None:
         wake = uvloop.run(trickle(pg.url("queue_trickle"), args.trickle, args.rate, claimers=4))
         wake |= uvloop.run(lone(pg.url("queue_trickle"), 100))
     best = next(r for r in runs if r["workers"] == 4 and r["batch"] == 10)
-    versus = {}
+    versus = {
+        "floor_jobs_per_s": floor["jobs_per_s"],
+        "floor_server_cpu_ms_per_job": floor["server_cpu_ms_per_job"],
+        "floor_client_cpu_ms_per_job": floor["client_cpu_ms_per_job"],
+        "ratio_to_floor": round(best["jobs_per_s"] / floor["jobs_per_s"], 2),
+    }
     if peer:
-        versus = {
+        versus |= {
             "pgqueuer_jobs_per_s": peer["jobs_per_s"],
             "pgqueuer_server_cpu_ms_per_job": peer["server_cpu_ms_per_job"],
             "pgqueuer_client_cpu_ms_per_job": peer["client_cpu_ms_per_job"],
             "ratio_to_pgqueuer": round(best["jobs_per_s"] / peer["jobs_per_s"], 2),
+            "floor_ratio_to_pgqueuer": round(floor["jobs_per_s"] / peer["jobs_per_s"], 2),
         }
     emit(
         {"bench": "queue_throughput", "workers": 4, "batch": 10, "jobs_per_s": best["jobs_per_s"],
