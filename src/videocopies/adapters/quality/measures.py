@@ -30,6 +30,7 @@ def area_matrix(size_in: int, size_out: int, start: float = 0.0, stop: float | N
 def resample(image: np.ndarray, side: int, window: tuple[float, float, float, float] | None = None) -> np.ndarray:
     """`image` (or its window x0, y0, x1, y1 in pixels) averaged down to side x side."""
     height, width = image.shape
+    image = image.astype(np.float64)  # frames are kept as bytes
     if window is None and height % side == 0 and width % side == 0:
         return image.reshape(side, height // side, side, width // side).mean(axis=(1, 3))
     x0, y0, x1, y1 = window or (0.0, 0.0, float(width), float(height))
@@ -37,7 +38,7 @@ def resample(image: np.ndarray, side: int, window: tuple[float, float, float, fl
     cols = area_matrix(width, side, float(x0), float(x1))
     # einsum, not @: on matrices this small a threaded BLAS spends more CPU waking its threads
     # than multiplying (measured 6 ms against 0.7 ms per picture).
-    tall = np.einsum("ij,jk->ik", rows, image.astype(np.float64))
+    tall = np.einsum("ij,jk->ik", rows, image)
     return np.einsum("ik,lk->il", tall, cols)
 
 
