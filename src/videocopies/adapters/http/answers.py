@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import httpx
 
 from videocopies.adapters.http.wire import Answer
 from videocopies.application import use_cases as uc
@@ -16,6 +15,9 @@ from videocopies.application.errors import NotFound
 from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.jobs import LeaseLossReason, LeaseLost
 from videocopies.domain.shared import JobId, OrderId, OwnerToken
+
+if TYPE_CHECKING:
+    import httpx
 
 
 @attrs.define

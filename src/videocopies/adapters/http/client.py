@@ -25,11 +25,10 @@ import json
 import logging
 import random
 import ssl
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from videocopies.adapters.http.answers import (
     CoreRefused,
@@ -47,6 +46,9 @@ from videocopies.application import use_cases as uc
 from videocopies.domain.jobs import CopyArtifact
 from videocopies.domain.quality import CopyQuality
 from videocopies.domain.shared import JobId, OwnerToken, WorkerId
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 _RETRY_STATUS = {502, 503, 504}
@@ -81,17 +83,15 @@ class CoreClient:
                 check_core_url(url, allow_plain_http)
         self._allow_plain_http, self._ca_file = allow_plain_http, ca_file
         self._headers = {"Authorization": f"Bearer {token}", "User-Agent": "videocopies-node"}
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"), headers=self._headers, timeout=httpx.Timeout(30.0, connect=5.0),
-            transport=transport, verify=ssl.create_default_context(cafile=ca_file) if ca_file else True,
-        )
+        self._base_url = base_url.rstrip("/")
         self._wires: dict[str, JsonWire] = {}  # one per core: a call in flight keeps its own
         self._wire = None if transport is not None else self._wire_to(base_url)
         self._retry_for_s, self._sleep = retry_for_s, sleep
         self._transport = transport  # tests: storage is reached through it too
-        # Signed URLs point at storage, not core: no node token goes there. One client for every
-        # transfer (a new one each loaded the CA bundle: 0.14 s of CPU, and a new connection).
-        self._storage = httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=10.0), transport=transport)
+        # httpx is loaded only by a node that uses it (a given transport, or signed URLs): a
+        # worker on a shared local store does not, and its import and CA bundles were 10 MiB.
+        self._http = self._client_of_core() if transport is not None else None
+        self._storage: httpx.AsyncClient | None = None
         self.retries = 0
         self.moves_refused = 0  # 308s pointing at plain HTTP elsewhere, not followed
 
@@ -101,13 +101,33 @@ class CoreClient:
             self._wires[base_url] = JsonWire(base_url, headers=self._headers, ca_file=self._ca_file)
         return self._wires[base_url]
 
+    def _client_of_core(self) -> httpx.AsyncClient:
+        import httpx
+
+        return httpx.AsyncClient(
+            base_url=self._base_url, headers=self._headers, timeout=httpx.Timeout(30.0, connect=5.0),
+            transport=self._transport,
+            verify=ssl.create_default_context(cafile=self._ca_file) if self._ca_file else True,
+        )
+
+    def _storage_client(self) -> httpx.AsyncClient:
+        """Signed URLs point at storage, not core: no node token goes there. One client for every
+        transfer (a new one each loaded the CA bundle: 0.14 s of CPU, and a new connection)."""
+        if self._storage is None:
+            import httpx
+
+            self._storage = httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=10.0), transport=self._transport)
+        return self._storage
+
     @property
     def base_url(self) -> str:
-        return str(self._http.base_url).rstrip("/")
+        return self._base_url
 
     async def close(self) -> None:
-        await self._http.aclose()
-        await self._storage.aclose()
+        if self._http is not None:
+            await self._http.aclose()
+        if self._storage is not None:
+            await self._storage.aclose()
         for wire in self._wires.values():
             await wire.close()
 
@@ -115,6 +135,7 @@ class CoreClient:
         if self._wire is not None:
             payload = None if body is None else json.dumps(body).encode()
             return await self._wire.request(method, path, payload, timeout)
+        assert self._http is not None  # no wire: a transport was given
         response = await self._http.request(method, path, json=body, timeout=timeout)
         return Answer(response.status_code, response.headers, response.content)
 
@@ -128,7 +149,7 @@ class CoreClient:
             used = self.cores.current
             try:
                 answer = await self._send(method, path, body, timeout)
-            except (httpx.TransportError, OSError, TimeoutError) as error:
+            except _network_errors() as error:
                 problem: str = f"{type(error).__name__}: {error}"
             else:
                 moved_to = relocated_to(answer) if answer.status == 308 else None
@@ -138,7 +159,7 @@ class CoreClient:
                     problem = f"moved to plain HTTP at {moved_to}, not followed"
                 elif moved_to and moves < 3:
                     moves += 1
-                    log.warning("core moved: %s -> %s", self._http.base_url, moved_to)
+                    log.warning("core moved: %s -> %s", self.base_url, moved_to)
                     self.cores.moved(used, moved_to)
                     await self._move(used, moved_to)  # the old core did nothing with this call
                     continue
@@ -160,7 +181,9 @@ class CoreClient:
             delay = min(delay * 2, 5.0)
 
     def _use(self, base_url: str) -> None:
-        self._http.base_url = httpx.URL(base_url)
+        self._base_url = base_url.rstrip("/")
+        if self._http is not None:
+            self._http.base_url = self._base_url
         if self._wire is not None:
             self._wire = self._wire_to(base_url)
 
@@ -173,7 +196,7 @@ class CoreClient:
         """Stream a signed URL into `path` through a temp file; a failure leaves nothing."""
 
         async def once() -> None:
-            async with self._storage.stream("GET", url, headers=headers) as response:
+            async with self._storage_client().stream("GET", url, headers=headers) as response:
                 storage_answer(response, 200)
                 with open_temp_beside(path) as (out, _digest):
                     async for chunk in response.aiter_bytes(_CHUNK):
@@ -188,7 +211,8 @@ class CoreClient:
                     yield chunk
 
         async def once() -> None:
-            response = await self._storage.put(url, content=chunks(), headers={**headers, "Content-Length": str(size)})
+            sized = {**headers, "Content-Length": str(size)}
+            response = await self._storage_client().put(url, content=chunks(), headers=sized)
             storage_answer(response, 200, 201, 204)
 
         await self._through_outage("upload", once)
@@ -197,6 +221,8 @@ class CoreClient:
         """Storage that is down or restarting is waited out like core is: failing the job
         instead would spend its attempts on every job in the queue within seconds (the soak
         saw a 3 s outage fail a third of the orders)."""
+        import httpx  # a transfer runs through httpx: it is loaded
+
         loop = asyncio.get_running_loop()
         give_up, delay = loop.time() + self._retry_for_s, 0.2
         while True:
@@ -208,6 +234,12 @@ class CoreClient:
                 log.info("storage unreachable on %s (%r); again in %.1fs", what, error, delay)
                 await self._sleep(delay * (0.5 + random.random()))  # noqa: S311 - jitter, not secrecy
                 delay = min(delay * 2, 5.0)
+
+
+def _network_errors() -> tuple[type[BaseException], ...]:
+    """What a failed call on the network raises: httpx's errors only where httpx is loaded."""
+    httpx = sys.modules.get("httpx")
+    return (OSError, TimeoutError) if httpx is None else (httpx.TransportError, OSError, TimeoutError)
 
 
 class HttpJobLeases:
