@@ -58,3 +58,36 @@ def test_cores_metrics_show_what_each_worker_did(
     assert shown["uploaded_bytes"] == sum(sizes)
     assert 0.5 < shown["cpu_seconds"] < 600  # five renders, each verified and gated, and the imports
     assert 30 * 2**20 < shown["rss_bytes"] < 2**30
+
+
+def test_a_workers_figures_stay_fresh_through_a_long_job(
+    pg_server: LocalPostgres, database: str, seaweed: LocalSeaweed, tmp_path: Path
+) -> None:
+    """Its renewals carry them: the copies it made show before the job ends, not with its next claim."""
+    url = pg_server.url(database)
+    bucket = f"t-{uuid.uuid4().hex[:16]}"
+    store = S3ObjectStore(bucket, seaweed.endpoint_url, seaweed.access_key, seaweed.secret_key)
+    clip = make_clip(tmp_path / "clip.mp4", seconds=4, width=720, height=1280)
+    order_id = asyncio.run(_order(url, store, clip, copies=5))
+    core = CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_S3_ENDPOINT=seaweed.endpoint_url,
+                       VIDEOCOPIES_S3_BUCKET=bucket, VIDEOCOPIES_S3_ACCESS_KEY=seaweed.access_key,
+                       VIDEOCOPIES_S3_SECRET_KEY=seaweed.secret_key).start()
+    # A renewal every 0.5 s (a third of the lease the worker plans for).
+    worker = worker_process(core.url, issue_token(url, "w-long"), tmp_path / "work", VIDEOCOPIES_LEASE_TTL_S="1.5")
+    seen_while_running: list[float] = []
+
+    def order_done() -> bool:
+        state = fetch_all(url, "SELECT state FROM orders WHERE order_id = %s", order_id)[0][0]
+        made = _worker_figures(core.url, "w-long").get("copies_made", 0)
+        if state != "done" and made:
+            seen_while_running.append(made)
+        return state == "done"
+
+    try:
+        wait_for(order_done, timeout=180)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+        core.stop()
+        store.close()
+    assert seen_while_running and 1 <= min(seen_while_running) < 5, seen_while_running

@@ -131,3 +131,31 @@ async def test_storage_refusing_or_gone_for_too_long_fails_the_transfer(tmp_path
     with pytest.raises(CoreUnreachable):
         await _client(gone, retry_for_s=0.0).download("http://s3/x", {}, tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+async def test_renewals_carry_the_workers_figures_and_an_older_core_that_refuses_them_is_spared_them() -> None:
+    bodies: list[dict[str, object]] = []
+
+    def older_core(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        if "stats" in body:  # as a core before figures on renewals answers an unknown field
+            return httpx.Response(422, json={"error": "invalid_request", "detail": "stats: extra inputs"})
+        return httpx.Response(200, json={"lease_until": "2026-12-02T10:00:00+00:00", "cancel_requested": False})
+
+    leases = HttpJobLeases(_client(older_core), stats=lambda: {"copies_made": 2})
+    assert await leases.renew(JobId("j1"), OwnerToken("t")) is False
+    assert await leases.renew(JobId("j1"), OwnerToken("t")) is False
+    assert bodies == [{"token": "t", "stats": {"copies_made": 2}}, {"token": "t"}, {"token": "t"}]
+
+
+async def test_a_renewal_refused_for_another_reason_is_not_sent_again_without_figures() -> None:
+    bodies: list[dict[str, object]] = []
+
+    def core(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(401, json={"error": "unauthorized", "detail": "a valid node token is required"})
+
+    with pytest.raises(CoreRefused):
+        await HttpJobLeases(_client(core), stats=lambda: {"copies_made": 2}).renew(JobId("j1"), OwnerToken("t"))
+    assert bodies == [{"token": "t", "stats": {"copies_made": 2}}]

@@ -244,12 +244,14 @@ def _network_errors() -> tuple[type[BaseException], ...]:
 
 class HttpJobLeases:
     """The JobLeases port over the Job API. `claim` long-polls core for up to `wait_s`; with
-    `stats`, each claim also carries the worker's figures (its scratch use) for core's /metrics."""
+    `stats`, each claim and each renewal also carries the worker's figures (its scratch use, CPU,
+    RSS, bytes moved) for core's /metrics, so they stay fresh through a long job."""
 
     def __init__(
         self, core: CoreClient, wait_s: float = 20.0, stats: Callable[[], dict[str, int]] | None = None
     ) -> None:
         self._core, self._wait_s, self._stats = core, wait_s, stats
+        self._renewals_carry_stats = stats is not None
 
     async def claim(
         self, worker_id: WorkerId, limit: int, max_source_bytes: int | None = None
@@ -261,7 +263,17 @@ class HttpJobLeases:
         return [claimed_from_wire(job) for job in answer["jobs"]]
 
     async def renew(self, job_id: JobId, token: OwnerToken) -> bool:
-        answer = await self._core.call("POST", f"/v1/jobs/{job_id}/renew", {"token": token})
+        path = f"/v1/jobs/{job_id}/renew"
+        if self._stats is not None and self._renewals_carry_stats:
+            try:
+                answer = await self._core.call("POST", path, {"token": token, "stats": self._stats()})
+                return bool(answer["cancel_requested"])
+            except CoreRefused as refused:
+                if refused.status != 422:
+                    raise
+                # A core older than figures on renewals refuses the field: they go with claims only.
+                self._renewals_carry_stats = False
+        answer = await self._core.call("POST", path, {"token": token})
         return bool(answer["cancel_requested"])
 
     async def progress(self, job_id: JobId, token: OwnerToken, index: int, percent: int) -> None:

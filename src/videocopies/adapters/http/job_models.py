@@ -11,6 +11,7 @@ from videocopies.adapters.http.shared import IDENTIFIER, MAX_BYTES, NO_NUL, Body
 from videocopies.domain.quality import CopyQuality
 
 MAX_WAIT_S = 60.0
+WorkerStats = dict[StatName, Annotated[int, Field(ge=0, le=2**53)]]
 
 
 class ClaimRequest(Body):
@@ -19,7 +20,7 @@ class ClaimRequest(Body):
     max_source_bytes: int | None = Field(
         None, ge=0, le=MAX_BYTES, description="Only jobs whose source fits the worker's disk."
     )
-    stats: dict[StatName, Annotated[int, Field(ge=0, le=2**53)]] | None = Field(
+    stats: WorkerStats | None = Field(
         None, max_length=16, description="The worker's own figures (scratch_used_bytes, scratch_files), shown in "
                                          "/metrics as videocopies_scratch{role=\"worker\"}; copies_made, cpu_ms, "
                                          "children_cpu_ms, rss_bytes, downloaded_bytes, uploaded_bytes as "
@@ -48,6 +49,13 @@ class ClaimResponse(BaseModel):
 
 class LeaseBody(Body):
     token: str = Field(min_length=1, max_length=128, pattern=IDENTIFIER)
+
+
+class RenewRequest(LeaseBody):
+    stats: WorkerStats | None = Field(
+        None, max_length=16, description="The worker's figures, as with a claim: a worker busy with a long job "
+                                         "keeps them fresh in /metrics with its renewals.",
+    )
 
 
 class ProgressRequest(LeaseBody):

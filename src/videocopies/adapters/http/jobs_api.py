@@ -27,6 +27,7 @@ from videocopies.adapters.http.job_models import (
     LeaseBody,
     NodeOut,
     ProgressRequest,
+    RenewRequest,
     RenewResponse,
     UploadRequest,
 )
@@ -111,8 +112,10 @@ def jobs_router(services: JobApiServices, node_with: NodeWith) -> APIRouter:
         return ClaimResponse(jobs=[_claimed(job) for job in jobs])
 
     @router.post("/v1/jobs/{job_id}/renew")
-    async def renew(job_id: JOB_ID, body: LeaseBody, node: Worker) -> RenewResponse:
+    async def renew(job_id: JOB_ID, body: RenewRequest, node: Worker) -> RenewResponse:
         """Extend the lease; `cancel_requested` tells the worker to stop."""
+        if body.stats is not None:
+            services.metrics.worker_reported(node.name, body.stats)
         result = await services.renew_lease(uc.RenewLeaseCommand(JobId(job_id), OwnerToken(body.token), _wid(node)))
         return RenewResponse(lease_until=result.lease_until, cancel_requested=result.cancel_requested)
 
