@@ -4,7 +4,7 @@ in-memory adapters, on PostgreSQL and through PgBouncer."""
 from __future__ import annotations
 
 import itertools
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -113,3 +113,31 @@ async def test_a_user_who_cannot_be_reached_stops_being_served(backend: Backend,
 async def _order(b: Any, copies: int) -> Any:
     quote = await b.cases.quote_order()(uc.QuoteOrderCommand(ANNA.user_id, f"sources/9/{copies}.mp4", copies))
     return await b.cases.confirm_order()(uc.ConfirmOrderCommand(ANNA.user_id, quote.quote_id, quote.token))
+
+
+def quote(user: int, expires_at: datetime) -> OutboxMessage:
+    payload = {"screen": "quote", "copies": 5, "total": 20, "expires_at": expires_at.isoformat()}
+    return OutboxMessage(UserId(user), "screen", payload, f"q{next(_keys)}")
+
+
+async def test_a_sent_quote_loses_its_buttons_once_when_its_price_expires_unless_a_press_took_them(
+    backend: Backend, queue: Any,
+) -> None:
+    now = backend.clock.now()
+    expires = now + timedelta(minutes=10)
+    await queue.queue([quote(1, expires), quote(2, expires), quote(3, expires)])
+    first, pressed, refused = await queue.claim(now, 10)
+    await queue.sent_many([(first.message_id, {"message_id": 11}), (pressed.message_id, {"message_id": 21}),
+                           (refused.message_id, {"error": "Bad Request", "refusal": "rejected"})])
+    # User 2 confirmed in time: the reply to the press took the quote's buttons off.
+    await queue.queue([OutboxMessage(UserId(2), "screen", {"screen": "confirmed", "unbutton": 21}, f"q{next(_keys)}")])
+    (reply,) = await queue.claim(now, 10)
+    await queue.sent_many([(reply.message_id, {"message_id": 22})])
+
+    assert await queue.lapse_buttons(expires - timedelta(seconds=1)) == 0
+    assert await queue.lapse_buttons(expires) == 1
+    assert await queue.lapse_buttons(expires + timedelta(hours=1)) == 0  # once
+    (lapsed,) = await queue.claim(expires, 10)
+    assert (lapsed.user_id, lapsed.kind, lapsed.payload) == (1, "unbutton", {"unbutton": 11})
+    await queue.sent_many([(lapsed.message_id, {})])
+    assert await queue.claim(expires, 10) == []

@@ -60,6 +60,7 @@ class Settings:
         return cls(
             quote_secret=current,
             previous_quote_secret=previous,
+            quote_ttl=period(env, "VIDEOCOPIES_QUOTE_TTL_S", 600, positive=True),
             lease_ttl=timedelta(seconds=number(env, "VIDEOCOPIES_LEASE_TTL_S", 30)),
             duty_ttl=timedelta(seconds=number(env, "VIDEOCOPIES_DUTY_TTL_S", 10)),
             grants=grant_rules_from_env(env),

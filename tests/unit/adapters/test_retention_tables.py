@@ -7,10 +7,10 @@ from videocopies.domain.retention import MONEY, Transient
 
 # Kept, though not money: confirmed orders and their jobs (the ledger audit reads them), the
 # schema's own tables, identities and leases that are updated in place, rows that remove
-# themselves (inbox_users) or that their own duty prunes (stored_objects), and the log of
+# themselves (inbox_users; lapsing_buttons, at the sweep) or that their own duty prunes (stored_objects), and the log of
 # refused lease writes, which nothing prunes yet.
 KEPT = {"orders", "jobs", "schema_compat", "schema_migrations", "capacity_slots", "nodes", "bot_users",
-        "duty_leases", "inbox_users", "stored_objects", "refused_writes"}
+        "duty_leases", "inbox_users", "lapsing_buttons", "stored_objects", "refused_writes"}
 
 
 def test_every_table_is_money_transient_or_kept_for_a_reason() -> None:

@@ -149,10 +149,12 @@ class MessageOut(BaseModel):
     video: VideoOut | None
     invoice: InvoiceOut | None = None
     progress: ProgressOut | None = None
-    buttons_until: float | None = Field(None, description="Take the buttons off the sent message at this time "
-                                                         "(seconds since the epoch): a quote's price expires.")
+    buttons_until: float | None = Field(None, description="When the sent message's buttons lapse (seconds since the "
+                                                         "epoch): a quote's price expires. Core then queues an "
+                                                         "`unbutton` message for it; for edges that keep a timer.")
     unbutton: int | None = Field(None, description="Before sending, take the buttons off this message (the one "
-                                                    "a spent button was pressed on); once is enough.")
+                                                    "a spent button was pressed on, or whose buttons lapsed); "
+                                                    "once is enough. Kind `unbutton`: only that, nothing is sent.")
 
 
 class ClaimOut(BaseModel):
@@ -163,6 +165,10 @@ class OutboxClaimIn(Body):
     limit: int = Field(20, ge=1, le=500)
     wait_s: float = Field(0.0, ge=0.0, le=60.0)
     hold_s: float = Field(60.0, ge=5.0, le=600.0)  # unreported this long: another edge may send them
+    unbuttons: bool = Field(
+        False, description="This edge takes the buttons off a message for a message of kind `unbutton` (and sends "
+                           "nothing). An edge that does not say so has those closed at once, unsent.",
+    )
 
 
 class SentIn(Body):

@@ -6,7 +6,7 @@ duty of the one edge that polls Telegram and sends."""
 import asyncio
 import json
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Annotated, Any
 
 import attrs
@@ -27,6 +27,7 @@ from videocopies.adapters.http.shared import NodeWith
 from videocopies.adapters.screens import render
 from videocopies.application import use_cases as uc
 from videocopies.application.errors import NotFound
+from videocopies.application.lapsing import UNBUTTON, buttons_until
 from videocopies.application.ports import Node, OutboxMessage, QueuedMessage
 from videocopies.application.use_cases.undeliverable import UNREACHABLE, copy_of
 from videocopies.domain.duties import POLL_TELEGRAM
@@ -50,7 +51,7 @@ def outbox_router(services: EdgeApiServices, node_with: NodeWith) -> APIRouter:
         deadline = loop.time() + body.wait_s
         while True:
             claimed = await services.outbox.claim(services.clock.now(), body.limit, body.hold_s, services.per_user)
-            given_up = await _give_up_dead(services, claimed)
+            given_up = await _give_up_dead(services, claimed) | await _skip_unbuttons(services, claimed, body)
             if given_up:
                 claimed = [m for m in claimed if m.message_id not in given_up]
                 if not claimed:
@@ -63,6 +64,10 @@ def outbox_router(services: EdgeApiServices, node_with: NodeWith) -> APIRouter:
         }))
         messages = []
         for m in claimed:
+            if m.kind == UNBUTTON:
+                messages.append({"id": m.message_id, "chat_id": m.user_id, "kind": m.kind, "text": "", "buttons": [],
+                                 "video": None, "unbutton": m.payload[UNBUTTON]})
+                continue
             screen = render(m.kind, m.payload, languages.get(m.user_id, "en"))
             video = None
             if screen.video_key:
@@ -136,9 +141,17 @@ PROGRESS_EDITS = ("progress", "order_closed")
 
 def _buttons_until(m: QueuedMessage) -> float | None:
     """When a quote's Confirm stops meaning anything: its price expires (seconds since the epoch)."""
-    if m.kind != "screen" or m.payload.get("screen") != "quote" or not m.payload.get("expires_at"):
-        return None
-    return datetime.fromisoformat(str(m.payload["expires_at"])).timestamp()
+    until = buttons_until(m.kind, m.payload)
+    return None if until is None else until.timestamp()
+
+
+async def _skip_unbuttons(services: EdgeApiServices, claimed: Sequence[QueuedMessage], body: OutboxClaimIn) -> set[int]:
+    """An edge that does not take buttons off for core (older; it keeps its own timer) would send
+    an `unbutton` message as an empty text: those are closed here instead."""
+    skipped = [m.message_id for m in claimed if m.kind == UNBUTTON and not body.unbuttons]
+    if skipped:
+        await services.outbox.sent_many([(i, {"skipped": "the edge does not take buttons off"}) for i in skipped])
+    return set(skipped)
 
 
 def _progress(m: QueuedMessage, shown_in: dict[str, int]) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from videocopies.adapters.memory.unit_of_work import InMemoryStore
+from videocopies.application.lapsing import UNBUTTON, buttons_until, unbutton_message
 from videocopies.application.ports import OutboxMessage, QueuedMessage
 from videocopies.application.use_cases.announcements import progress_key
 from videocopies.application.use_cases.undeliverable import COPY, in_turns
@@ -32,6 +33,7 @@ class InMemoryOutboxQueue:
         self.claimed_until: dict[int, datetime] = {}
         self.attempts: dict[int, int] = {}
         self.deliveries: dict[int, dict[str, Any]] = {}
+        self.lapsing: dict[tuple[int, int], datetime] = {}  # (user, Telegram message) -> its buttons lapse
 
     def _unsent(self) -> dict[int, list[tuple[int, OutboxMessage]]]:
         by_user: dict[int, list[tuple[int, OutboxMessage]]] = {}
@@ -107,7 +109,22 @@ class InMemoryOutboxQueue:
                 self.deliveries[message_id] = delivery
                 self.claimed_until.pop(message_id, None)
                 recorded += 1
+                self._lapsing(self._store.outbox[message_id], delivery)
         return recorded
+
+    def _lapsing(self, message: OutboxMessage, delivery: dict[str, Any]) -> None:
+        until = buttons_until(message.kind, message.payload)
+        if until is not None and delivery.get("message_id") is not None and delivery.get("error") is None:
+            self.lapsing.setdefault((message.user_id, int(delivery["message_id"])), until)
+        if message.payload.get(UNBUTTON) is not None:  # a press took them off already
+            self.lapsing.pop((message.user_id, int(message.payload[UNBUTTON])), None)
+
+    async def lapse_buttons(self, now: datetime, limit: int = 100) -> int:
+        due = sorted((until, key) for key, until in self.lapsing.items() if until <= now)[:limit]
+        for _, key in due:
+            del self.lapsing[key]
+        await self.queue([unbutton_message(*key) for _, key in sorted(due, key=lambda d: d[1])])
+        return len(due)
 
     async def sent(self, message_id: int, delivery: dict[str, Any]) -> bool:
         return bool(await self.sent_many([(message_id, delivery)]))

@@ -86,12 +86,17 @@ class PostgresOutboxQueue:
     async def sent_many(self, deliveries: Sequence[tuple[int, dict[str, Any]]]) -> int:
         """Mark many sent (or given up, with an `error`) in one statement; returns how many
         were not already."""
-        async with self._pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(
-                sql("outbox_sent_many"),
-                [Jsonb([{"id": i, "delivery": d} for i, d in deliveries]), [i for i, _ in deliveries]],
-            )
-            return cur.rowcount
+        rows = await fetch_rows(
+            self._pool, sql("outbox_sent_many"),
+            [Jsonb([{"id": i, "delivery": d} for i, d in deliveries]), [i for i, _ in deliveries]],
+        )
+        return int(rows[0]["recorded"])
+
+    async def lapse_buttons(self, now: datetime, limit: int = 100) -> int:
+        """Queue an `unbutton` message for each sent message whose buttons lapsed by `now` (at
+        most `limit`); how many were."""
+        rows = await fetch_rows(self._pool, sql("lapse_buttons"), {"now": now, "limit": limit})
+        return int(rows[0]["lapsed"])
 
     async def sent(self, message_id: int, delivery: dict[str, Any]) -> bool:
         """Mark sent; False when it already was (a retried report)."""

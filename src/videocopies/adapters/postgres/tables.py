@@ -337,6 +337,17 @@ outbox = Table(
     Index("ix_outbox_copies_pending", "user_id", postgresql_where=text("sent_at IS NULL AND kind = 'copy_ready'")),
 )
 
+# A sent message whose buttons lapse at a known time (a quote's Confirm): core's sweep queues
+# an `unbutton` message for it then (migration 0026).
+lapsing_buttons = Table(
+    "lapsing_buttons",
+    metadata,
+    Column("user_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("message_id", BigInteger, primary_key=True, autoincrement=False),
+    _at("lapses_at"),
+    Index(None, "lapses_at"),
+)
+
 capacity_slots = Table(
     "capacity_slots",
     metadata,

@@ -87,10 +87,47 @@ SELECT id, user_id, kind, payload, attempts FROM outbox WHERE id = ANY(%s) AND k
 SELECT id, user_id, kind, payload, attempts FROM outbox WHERE user_id = %s AND sent_at IS NULL ORDER BY id;
 
 -- outbox_sent_many --
--- Many sent (or given up, with an error); by primary key, see claim_outbox.
-UPDATE outbox SET sent_at = now(), delivery = d.delivery, claimed_until = NULL
- FROM jsonb_to_recordset(%s::jsonb) AS d(id bigint, delivery jsonb)
- WHERE outbox.id = d.id AND outbox.id = ANY(%s::bigint[]) AND outbox.sent_at IS NULL;
+-- Many sent (or given up, with an error); by primary key, see claim_outbox. A quote sent keeps its
+-- Telegram message in lapsing_buttons until its price expires (lapse_buttons; the rule is
+-- edge_outbox.py's _buttons_until); a reply to a press that took a message's buttons off
+-- (`unbutton`) forgets that message there. Returns how many were not sent already.
+WITH sent AS (
+    UPDATE outbox SET sent_at = now(), delivery = d.delivery, claimed_until = NULL
+      FROM jsonb_to_recordset(%s::jsonb) AS d(id bigint, delivery jsonb)
+     WHERE outbox.id = d.id AND outbox.id = ANY(%s::bigint[]) AND outbox.sent_at IS NULL
+    RETURNING outbox.user_id, outbox.kind, outbox.payload, outbox.delivery
+), lapsing AS (
+    INSERT INTO lapsing_buttons (user_id, message_id, lapses_at)
+    SELECT s.user_id, (s.delivery->>'message_id')::bigint, (s.payload->>'expires_at')::timestamptz
+      FROM sent s
+     WHERE s.kind = 'screen' AND s.payload->>'screen' = 'quote' AND s.payload ? 'expires_at'
+       AND s.delivery ? 'message_id' AND NOT s.delivery ? 'error'
+        ON CONFLICT DO NOTHING
+), pressed AS (
+    DELETE FROM lapsing_buttons b USING sent s
+     WHERE s.payload ? 'unbutton' AND b.user_id = s.user_id AND b.message_id = (s.payload->>'unbutton')::bigint
+)
+SELECT count(*) AS recorded FROM sent;
+
+-- lapse_buttons --
+-- The sent messages whose buttons lapsed by now, each forgotten in the transaction that queues an
+-- `unbutton` message for it (edge takes the buttons off); oldest first, rows another core is
+-- taking skipped. Returns how many were taken.
+WITH due AS (
+    DELETE FROM lapsing_buttons b
+     WHERE (b.user_id, b.message_id) IN (
+           SELECT l.user_id, l.message_id FROM lapsing_buttons l WHERE l.lapses_at <= %(now)s
+            ORDER BY l.lapses_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+    RETURNING b.user_id, b.message_id
+), queued AS (
+    INSERT INTO outbox (user_id, kind, payload, dedup_key, created_at)
+    SELECT d.user_id, 'unbutton', jsonb_build_object('unbutton', d.message_id),
+           'lapsed:' || d.user_id || ':' || d.message_id, now()
+      FROM due d ORDER BY d.user_id, d.message_id
+        ON CONFLICT (dedup_key) DO NOTHING
+    RETURNING 1
+)
+SELECT count(*) AS lapsed FROM due;
 
 -- outbox_sent --
 UPDATE outbox SET sent_at = now(), delivery = %s, claimed_until = NULL WHERE id = %s AND sent_at IS NULL;

@@ -1,0 +1,65 @@
+"""Core's sweep of lapsed buttons: a sent quote's message is given to edge to take its buttons off
+once its price has expired, once, and the senders are woken; a quote not yet sent (no message
+id), one Telegram refused, and other screens are left alone; a database away only fails a pass."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from videocopies.adapters.memory import InMemoryStore, ManualClock
+from videocopies.adapters.memory.bot import InMemoryOutboxQueue
+from videocopies.application.lapsing import UNBUTTON, buttons_until, keep_lapsing
+from videocopies.application.ports import OutboxMessage
+from videocopies.domain.shared import UserId
+
+NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
+EXPIRES = NOW + timedelta(minutes=10)
+
+
+def quote(user: int) -> OutboxMessage:
+    payload = {"screen": "quote", "copies": 5, "total": 20, "expires_at": EXPIRES.isoformat()}
+    return OutboxMessage(UserId(user), "screen", payload, f"quote:{user}")
+
+
+def test_only_a_quote_s_buttons_lapse_and_at_its_expiry() -> None:
+    assert buttons_until("screen", quote(1).payload) == EXPIRES
+    assert buttons_until("screen", {"screen": "confirmed", "expires_at": EXPIRES.isoformat()}) is None
+    assert buttons_until("progress", {"screen": "quote", "expires_at": EXPIRES.isoformat()}) is None
+
+
+async def test_the_sweep_gives_each_expired_quote_to_edge_once_and_wakes_the_senders() -> None:
+    clock, outbox, woken = ManualClock(NOW), InMemoryOutboxQueue(InMemoryStore()), []
+    await outbox.queue([quote(1), quote(2), quote(3), OutboxMessage(UserId(4), "screen", {"screen": "welcome"}, "w")])
+    sent, _unsent, refused, welcome = await outbox.claim(NOW, 10)  # user 2's quote: never reported
+    await outbox.sent_many([(sent.message_id, {"message_id": 11}), (welcome.message_id, {"message_id": 41}),
+                            (refused.message_id, {"error": "Bad Request", "refusal": "rejected"})])
+    stop = asyncio.Event()
+    sweeping = asyncio.create_task(keep_lapsing(outbox.lapse_buttons, clock, stop, every_s=0.01,
+                                                queued=lambda: woken.append(1)))
+    await asyncio.sleep(0.05)
+    assert await outbox.claim(NOW, 10) == [] and woken == []  # nothing has expired yet
+    clock.set(EXPIRES)
+    await asyncio.sleep(0.05)
+    stop.set()
+    await sweeping
+    again = await outbox.claim(EXPIRES, 10)
+    assert [(m.user_id, m.kind, m.payload) for m in again if m.user_id != 2] == [(1, UNBUTTON, {UNBUTTON: 11})]
+    assert woken == [1]
+
+
+async def test_a_pass_that_fails_is_followed_by_the_next() -> None:
+    passes: list[datetime] = []
+
+    async def lapse(now: datetime, limit: int) -> int:
+        passes.append(now)
+        if len(passes) == 1:
+            raise ConnectionError("the database is away")
+        return 0
+
+    stop = asyncio.Event()
+    sweeping = asyncio.create_task(keep_lapsing(lapse, ManualClock(NOW), stop, every_s=0.01))
+    await asyncio.sleep(0.05)
+    stop.set()
+    await sweeping
+    assert len(passes) >= 2
