@@ -37,6 +37,22 @@ Feature: Screens that stay true
       | English  | This order is already finished, so there is nothing left to cancel. |
       | Russian  | Этот заказ уже выполнен, отменять нечего.                           |
 
+  Scenario: A quote whose price expired loses its Confirm button, whichever edge sends then
+    Given the user holds 50 coins
+    When the user sends a video and chooses 5 from the offered numbers of copies
+    And the bot's messages are sent and the edge that sent them stops
+    And the quote's price expires
+    Then the next edge is told to take the quote's buttons off, once
+
+  Scenario: A quote confirmed in time loses its buttons with the press, not again at its expiry
+    Given the user holds 50 coins
+    When the user sends a video and chooses 5 from the offered numbers of copies
+    And the bot's messages are sent and the edge that sent them stops
+    And the user presses the confirm button under the quote
+    And the bot's messages are sent and the edge that sent them stops
+    And the quote's price expires
+    Then no edge is told to take the quote's buttons off again
+
   Scenario Outline: Not enough coins offers the coin packages (<language>)
     Given the user's Telegram speaks <language>
     And the user holds 10 coins

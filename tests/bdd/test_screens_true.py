@@ -1,8 +1,8 @@
 """Screens that stay true, in English and in Russian (features/screens/staying_true.feature): a
 button acts on the video it was under, Cancel on a closed order says so, not enough coins offers
-the packages, a failure is told from a fixed list of reasons, a photo gets a helpful answer and
-expiry is told as time left. The conversation runs on the in-memory service and every outbox row
-is drawn as edge draws it."""
+the packages, a failure is told from a fixed list of reasons, a photo gets a helpful answer,
+expiry is told as time left and an expired quote loses its Confirm button. The conversation runs
+on the in-memory service and every outbox row is drawn as edge draws it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
+from videocopies.adapters.memory.bot import InMemoryOutboxQueue
 from videocopies.adapters.screens import render
 from videocopies.application import use_cases as uc
+from videocopies.application.lapsing import UNBUTTON
 from videocopies.application.ports import StoredVideo
 from videocopies.domain.payments import DEFAULT_PACKAGES
 from videocopies.domain.shared import WorkerId
@@ -111,3 +113,53 @@ def asks_balance(shop: Shop, telegram: Telegram) -> None:
     (balance,) = [m for m in shop.store.outbox.values() if m.user_id == USER and m.payload.get("screen") == "balance"]
     language = shop.run(shop.service.gateways.bot_users().language(USER))
     telegram.screens = [render(balance.kind, balance.payload, language, now=shop.clock.now())]
+
+
+@pytest.fixture
+def outbox(shop: Shop) -> InMemoryOutboxQueue:
+    """The outbox as the edges take it: what an edge knew dies with it, this does not."""
+    return InMemoryOutboxQueue(shop.store)
+
+
+@when("the bot's messages are sent and the edge that sent them stops")
+def messages_sent(shop: Shop, outbox: InMemoryOutboxQueue, earlier: dict[str, Any]) -> None:
+    async def send() -> None:
+        claimed = await outbox.claim(shop.clock.now(), 100)
+        await outbox.sent_many([(m.message_id, {"message_id": 1000 + m.message_id}) for m in claimed])
+        for m in claimed:
+            if m.payload.get("screen") == "quote":
+                earlier["quote"] = 1000 + m.message_id  # its Telegram message
+
+    shop.run(send())
+
+
+@when("the user presses the confirm button under the quote")
+def confirms_under_quote(shop: Shop, telegram: Telegram, earlier: dict[str, Any]) -> None:
+    tell(shop, telegram, "button", data=button(telegram, "c:"), message_id=earlier["quote"])
+
+
+@when("the quote's price expires")
+def price_expires(shop: Shop, outbox: InMemoryOutboxQueue) -> None:
+    shop.clock.advance(shop.settings.quote_ttl)
+    shop.run(outbox.lapse_buttons(shop.clock.now()))
+
+
+def _told_to_unbutton(shop: Shop, outbox: InMemoryOutboxQueue) -> list[int]:
+    async def claim() -> list[int]:
+        claimed = await outbox.claim(shop.clock.now(), 100)
+        await outbox.sent_many([(m.message_id, {}) for m in claimed])
+        return [m.payload[UNBUTTON] for m in claimed if m.kind == UNBUTTON]
+
+    return list(shop.run(claim()))
+
+
+@then("the next edge is told to take the quote's buttons off, once")
+def told_once(shop: Shop, outbox: InMemoryOutboxQueue, earlier: dict[str, Any]) -> None:
+    assert _told_to_unbutton(shop, outbox) == [earlier["quote"]]
+    shop.run(outbox.lapse_buttons(shop.clock.now()))
+    assert _told_to_unbutton(shop, outbox) == []
+
+
+@then("no edge is told to take the quote's buttons off again")
+def told_never(shop: Shop, outbox: InMemoryOutboxQueue) -> None:
+    assert _told_to_unbutton(shop, outbox) == []

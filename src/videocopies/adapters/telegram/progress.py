@@ -8,12 +8,14 @@ state older than the order's end is dropped. A message that cannot be edited any
 deleted it, Telegram no longer allows edits) is replaced by a new one, once, and the report
 tells core (`moved`), so the next edits go to the new message.
 
-Buttons that stop meaning anything lose them here too: the message a spent button was pressed
-on (`unbutton`, before the reply to the press), and a quote whose price expired (`lapse`)."""
+Buttons that stop meaning anything lose them here too (`unbutton`): the message a spent button
+was pressed on, before the reply to the press, and a quote whose price expired, when core says
+so (it keeps the time, so an edge that restarted or took over from another does it as well).
+Each message once: taken off again, Telegram would refuse the edit ("message is not modified"),
+which is taken as done."""
 
 from __future__ import annotations
 
-import heapq
 import json
 import time
 from collections import Counter, OrderedDict
@@ -22,7 +24,6 @@ from typing import Any
 
 from aiogram.exceptions import TelegramBadRequest
 
-from videocopies.adapters.telegram.botapi import refusal_of
 from videocopies.adapters.telegram.delivery import Delivery
 
 NOT_MODIFIED = "message is not modified"
@@ -59,34 +60,13 @@ class ProgressMessages:
         self._edited_at = _Lru(remember)  # order id -> when its message was last edited
         self._ended = _Lru(remember)  # order ids whose final state was shown
         self._unbuttoned = _Lru(remember)  # (chat, message id) whose buttons were taken off
-        self._lapsing: list[tuple[float, int, int]] = []  # (wall-clock time, chat, message id) of buttons that expire
         # Shared with the sender's counters, which edge reports to core (videocopies_edge_sender_progress_*).
         self.counts: Counter[str] = Counter() if counts is None else counts
 
-    def lapse(self, message: dict[str, Any], message_id: int) -> None:
-        """A message sent whose buttons stop meaning anything at `buttons_until` (a quote's price)."""
-        until = message.get("buttons_until")
-        if until is not None and message.get("buttons"):
-            heapq.heappush(self._lapsing, (float(until), message["chat_id"], message_id))
-
-    async def lapsed(self, now: float | None = None) -> int:
-        """Take the buttons off every message whose buttons have expired; how many were."""
-        now = time.time() if now is None else now
-        done = 0
-        while self._lapsing and self._lapsing[0][0] <= now:
-            due = heapq.heappop(self._lapsing)
-            try:
-                await self.unbutton({"chat_id": due[1], "unbutton": due[2]}, False)
-            except Exception as error:
-                if refusal_of(error) is None:  # a 429, the network, a 5xx: tried again next round
-                    heapq.heappush(self._lapsing, due)
-                raise
-            done += 1
-        return done
-
     async def unbutton(self, message: dict[str, Any], urgent: bool) -> None:
-        """Take the buttons off the message a spent button was pressed on, once; a message
-        gone or no longer editable keeps them (there is nothing more to do)."""
+        """Take the buttons off message `unbutton` (a spent button was pressed on it, or its
+        buttons lapsed), once; a message gone or no longer editable keeps them (there is
+        nothing more to do)."""
         target = (message["chat_id"], message.get("unbutton"))
         if target[1] is None or target in self._unbuttoned:
             return

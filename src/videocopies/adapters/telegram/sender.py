@@ -5,7 +5,9 @@ What Telegram answers decides a message's fate: sent; 429 (everything pauses for
 window, the message is tried again first); a transient failure (tried again after a pause
 that grows, a bounded number of times); or a final refusal, reported with its reason. After
 "blocked" the chat's other queued messages are reported unsent with it: nothing more goes to
-a user who blocked the bot until they write again.
+a user who blocked the bot until they write again. A message of kind `unbutton` sends nothing:
+it takes the buttons off a message sent before (a quote whose price expired; core decides when,
+so it happens whichever edge sent the quote).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from videocopies.adapters.telegram.pacing import Pacer
 from videocopies.adapters.telegram.progress import ProgressMessages, progress_of
 from videocopies.adapters.telegram.supervise import first_of, sleep_unless, until_stopped
 from videocopies.adapters.telegram.turns import ChatTurns
+from videocopies.application.lapsing import UNBUTTON
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +81,6 @@ class Sender:
             asyncio.ensure_future(self._claim_loop(stop)),
             asyncio.ensure_future(self._dispatch_loop(stop)),
             asyncio.ensure_future(self._report_loop(stop)),
-            asyncio.ensure_future(self._lapse_loop(stop)),
         ]
         try:
             done, _ = await asyncio.wait(parts, return_when=asyncio.FIRST_EXCEPTION)
@@ -106,8 +108,8 @@ class Sender:
                 await first_of(stop, self._room.wait())
                 continue
             claim = self._core.call(
-                "POST", "/v1/outbox/claim", {"limit": min(self._batch, room), "wait_s": 20, "hold_s": self._hold_s},
-                timeout=45,
+                "POST", "/v1/outbox/claim",
+                {"limit": min(self._batch, room), "wait_s": 20, "hold_s": self._hold_s, "unbuttons": True}, timeout=45,
             )
             try:
                 answer = await until_stopped(stop, claim)
@@ -167,12 +169,13 @@ class Sender:
                 return
             try:
                 await self.progress.unbutton(message, urgent)
-                if progress_of(message) is not None:
-                    report: dict[str, Any] = {"id": message["id"], **await self.progress.show(message, urgent)}
+                if message["kind"] == UNBUTTON:
+                    report: dict[str, Any] = {"id": message["id"]}
+                elif progress_of(message) is not None:
+                    report = {"id": message["id"], **await self.progress.show(message, urgent)}
                 else:
                     message_id, file_id = await self._delivery.send(message, urgent)
                     self.progress.sent(message, message_id)
-                    self.progress.lapse(message, message_id)
                     report = {"id": message["id"], "message_id": message_id}
                     if file_id:
                         report["file_id"] = file_id
@@ -220,17 +223,6 @@ class Sender:
         self.counts[f"refused_{refusal.value}"] += 1
         log.info("message %s to %s not sent (%s): %s", message["id"], message["chat_id"], refusal.value, error[:200])
         self._report({"id": message["id"], "refusal": refusal.value, "error": error[:900] or refusal.value})
-
-    async def _lapse_loop(self, stop: asyncio.Event) -> None:
-        """Expired quotes lose their Confirm button (a press would only be told the price expired)."""
-        while not stop.is_set():
-            await sleep_unless(stop, 1.0)
-            try:
-                self.counts["buttons_lapsed"] += await self.progress.lapsed()
-            except TelegramRetryAfter as flood:
-                self.pacer.pause(float(flood.retry_after))
-            except Exception as error:  # noqa: BLE001 - a button left is answered when pressed
-                log.info("expired buttons not taken off: %r", error)
 
     # -- reporting --------------------------------------------------------------------------
 
