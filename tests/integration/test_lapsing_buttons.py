@@ -1,8 +1,9 @@
 """A quote's Confirm button is taken off when its price expires, by whichever edge sends then:
 core keeps the sent quote's message from edge's report and, at the quote's expiry, queues an
 `unbutton` message for it. Over core's API (an edge that says it takes buttons off gets the
-message; an older one has it closed unsent), and as processes: the edge that sent the quote
-stops, another one starts, and the expired quote still loses its button, once."""
+message; an older one has it closed unsent), edge's sender (it takes the buttons off and sends
+nothing; facing an older core it claims without the field), and as processes: the edge that sent
+the quote stops, another one starts, and the expired quote still loses its button, once."""
 
 from __future__ import annotations
 
@@ -14,13 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiogram import Bot
+from aiogram.client.session.aiohttp import AiohttpSession
 
 from videocopies.adapters.ffmpeg.clips import make_clip
+from videocopies.adapters.http.answers import CoreRefused
+from videocopies.adapters.telegram.delivery import Delivery
+from videocopies.adapters.telegram.pacing import Pacer, PacingSettings
+from videocopies.adapters.telegram.sender import Sender
 from videocopies.application.ports import OutboxMessage
 from videocopies.domain.shared import UserId
 from videocopies.embedded.postgres import LocalPostgres
 from videocopies.runtime.launch import CoreProcess, edge_process, issue_token, stop_process
-from videocopies.testing.telegram_simulator import BotApiSimulator
+from videocopies.testing.telegram_simulator import LAX, BotApiSimulator
 
 from .core_api import CoreApi, serve_core
 from .harness import stopped_if_left
@@ -137,3 +144,66 @@ def test_an_expired_quote_loses_its_button_after_its_edge_stopped_and_another_to
     assert edits(waiting, lapsing.message_id) == ["editMessageReplyMarkup"]
     assert edits(pressed, kept.message_id) == ["editMessageReplyMarkup"]  # by the press, not again at expiry
     assert sim.state.not_modified == 0
+
+
+class _Core:
+    """Core as edge's sender calls it: claims answered from a list (an exception is raised), the
+    reports kept."""
+
+    def __init__(self, claims: list[Any]) -> None:
+        self.claims, self.bodies, self.reports = claims, [], []  # type: ignore[var-annotated]
+
+    async def call(self, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
+        assert body is not None
+        if path == "/v1/outbox/reports":
+            self.reports.extend(body["reports"])
+            return {"recorded": len(body["reports"]), "debited": 0}
+        self.bodies.append(body)
+        if self.claims:
+            answer = self.claims.pop(0)
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+        await asyncio.sleep(0.05)
+        return {"messages": []}
+
+
+class _NoCopies:
+    async def fetch(self, key: str, url: str | None, path: Path) -> None:
+        raise AssertionError("no copy is sent here")
+
+
+async def test_the_sender_takes_lapsed_buttons_off_sends_nothing_and_claims_without_the_field_from_an_older_core(
+    tmp_path: Path,
+) -> None:
+    async with BotApiSimulator(**LAX) as sim:
+        token = sim.create_bot()
+        bot = Bot(token, session=AiohttpSession(api=sim.api_server()))
+        user = sim.create_user(token, first_name="Ann")
+        user.send_text("/start")
+        pacer = Pacer(PacingSettings(chat_rate=100.0, chat_burst=100))
+        delivery = Delivery(bot, _NoCopies(), tmp_path, pacer, 4)
+        quote = {"id": 1, "chat_id": user.id, "kind": "screen", "text": "5 copies at 4 coins each: 20 coins.",
+                 "buttons": [[{"text": "Confirm", "data": "c:q1"}]], "video": None, "invoice": None}
+        sent, _ = await delivery.send(quote, True)  # by an edge before this one
+        await delivery.close()
+        lapsed = {"id": 7, "chat_id": user.id, "kind": "unbutton", "text": "", "buttons": [], "video": None,
+                  "unbutton": sent}
+        core = _Core([CoreRefused(422, {"detail": "unbuttons: extra fields not permitted"}), {"messages": [lapsed]}])
+        sender = Sender(bot, core, _NoCopies(), tmp_path, pacer=pacer)  # type: ignore[arg-type]
+        stop = asyncio.Event()
+        running = asyncio.create_task(sender.run(stop))
+        try:
+            for _ in range(100):
+                if core.reports:
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            stop.set()
+            await running
+            await sender.close()
+            await bot.session.close()
+        assert core.reports == [{"id": 7}]
+        assert "reply_markup" not in user.message(sent)
+        assert [e.method for e in user.received] == ["sendMessage", "editMessageReplyMarkup"]  # nothing sent
+        assert core.bodies[0]["unbuttons"] is True and "unbuttons" not in core.bodies[1]

@@ -24,6 +24,7 @@ from typing import Any
 from aiogram import Bot
 from aiogram.exceptions import TelegramRetryAfter
 
+from videocopies.adapters.http.answers import CoreRefused
 from videocopies.adapters.http.client import CoreClient
 from videocopies.adapters.telegram.blocked import BlockedChats
 from videocopies.adapters.telegram.botapi import Refusal, refusal_of
@@ -55,6 +56,7 @@ class Sender:
         self._batch, self._queue_limit, self._hold_s = batch, queue_limit, hold_s
         self._attempts, self._longest_pause_s, self._report_every_s = attempts, longest_pause_s, report_every_s
         self._clock = clock
+        self._unbuttons = True  # this edge takes buttons off when core says (claimed with `unbuttons`)
         # Replies and copies in flight (waiting for the pacer, or being sent) are bounded
         # apart: copies queued for their turn never take the places a welcome needs.
         self._limits = {True: connections, False: min(copy_connections, connections)}
@@ -107,13 +109,18 @@ class Sender:
                 self._room.clear()
                 await first_of(stop, self._room.wait())
                 continue
-            claim = self._core.call(
-                "POST", "/v1/outbox/claim",
-                {"limit": min(self._batch, room), "wait_s": 20, "hold_s": self._hold_s, "unbuttons": True}, timeout=45,
-            )
+            body: dict[str, Any] = {"limit": min(self._batch, room), "wait_s": 20, "hold_s": self._hold_s}
+            if self._unbuttons:
+                body["unbuttons"] = True
+            claim = self._core.call("POST", "/v1/outbox/claim", body, timeout=45)
             try:
                 answer = await until_stopped(stop, claim)
             except Exception as error:  # noqa: BLE001 - core restarting: the client retried already
+                if isinstance(error, CoreRefused) and error.status == 422 and self._unbuttons:
+                    # A core older than `unbutton` messages refuses the field, and has none to give.
+                    log.warning("core refuses `unbuttons`: claiming without it")
+                    self._unbuttons = False
+                    continue
                 log.warning("outbox claim failed: %r", error)
                 self.counts["claim_failures"] += 1
                 await sleep_unless(stop, 1.0)
