@@ -45,3 +45,16 @@ def test_a_wired_worker_has_loaded_no_web_database_or_cli_package(tmp_path: Path
         [sys.executable, "-c", BUILD_A_WORKER], env=env, capture_output=True, text=True, check=True
     ).stdout
     assert loaded.strip() == "[]"
+
+
+def test_the_quality_gate_keeps_few_resampling_matrices_however_many_crops_it_has_seen() -> None:
+    """Each copy's crop window is its own: a cache of every window's matrices grew by 128 KiB a
+    job for as long as a worker ran."""
+    import numpy as np
+
+    from videocopies.adapters.quality.measures import SSIM_SIDE, area_matrix, resample
+
+    frame = np.arange(128 * 128, dtype=np.uint8).reshape(128, 128)
+    for n in range(100):
+        resample(frame, SSIM_SIDE, (n / 10, n / 20, 120 - n / 10, 125 - n / 30))
+    assert area_matrix.cache_info().currsize <= 4

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -15,7 +15,9 @@ _C1 = (0.01 * 255) ** 2
 _C2 = (0.03 * 255) ** 2
 
 
-@cache
+# A copy's crop window is its own, so an unbounded cache grew by 128 KiB a job for as long as
+# a worker ran; the 12 pictures of a copy share its two matrices (and the last copy's are kept).
+@lru_cache(maxsize=4)
 def area_matrix(size_in: int, size_out: int, start: float = 0.0, stop: float | None = None) -> np.ndarray:
     """Rows that average the input pixels covering each output pixel of the window
     [start, stop) of a line of `size_in` pixels, fractions of a pixel included."""
