@@ -134,9 +134,11 @@ async def test_a_sent_quote_loses_its_buttons_once_when_its_price_expires_unless
     (reply,) = await queue.claim(now, 10)
     await queue.sent_many([(reply.message_id, {"message_id": 22})])
 
+    assert await queue.next_lapse() == expires  # only user 1's quote still waits to lapse
     assert await queue.lapse_buttons(expires - timedelta(seconds=1)) == 0
     assert await queue.lapse_buttons(expires) == 1
     assert await queue.lapse_buttons(expires + timedelta(hours=1)) == 0  # once
+    assert await queue.next_lapse() is None
     (lapsed,) = await queue.claim(expires, 10)
     assert (lapsed.user_id, lapsed.kind, lapsed.payload) == (1, "unbutton", {"unbutton": 11})
     await queue.sent_many([(lapsed.message_id, {})])

@@ -27,7 +27,7 @@ from videocopies.application import use_cases as uc
 from videocopies.application.bot.inbox import InboxProcessor
 from videocopies.application.claims import ClaimWaiters
 from videocopies.application.duties import HoldDuty
-from videocopies.application.lapsing import keep_lapsing
+from videocopies.application.lapsing import LapseAlarm, keep_lapsing
 from videocopies.application.nodes import NodeAuthenticator
 from videocopies.application.objects import ObjectLifecycle
 from videocopies.application.ports import ListedStore, ObjectStore
@@ -136,7 +136,12 @@ class Core:
             hold = HoldDuty(duties, clock, core_loops.duty_ttl(every, settings.duty_ttl))
             swept = self.metrics.objects_swept
             loops.append(lambda stop: core_loops.keep_sweeping(lifecycle, hold, clock, stop, every, swept, token))
-        loops.append(lambda stop: keep_lapsing(self.outbox.lapse_buttons, clock, stop, queued=self.outbox_news.queued))
+        alarm, longest = LapseAlarm(), min(30.0, settings.quote_ttl.total_seconds())
+        self.outbox.lapsing_noticed = alarm.noticed
+        loops.append(lambda stop: keep_lapsing(
+            self.outbox.lapse_buttons, self.outbox.next_lapse, clock, stop, longest_s=longest, alarm=alarm,
+            queued=self.outbox_news.queued,
+        ))
         loops.append(lambda stop: self.inbox_processor.run(
             stop, self._inbox_wait, self._inbox_workers, safety_poll_s=10.0, peek=self.peek.inbox_waiting
         ))

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from videocopies.adapters.memory import InMemoryStore, ManualClock
 from videocopies.adapters.memory.bot import InMemoryOutboxQueue
-from videocopies.application.lapsing import UNBUTTON, buttons_until, keep_lapsing
+from videocopies.application.lapsing import UNBUTTON, LapseAlarm, buttons_until, keep_lapsing
 from videocopies.application.ports import OutboxMessage
 from videocopies.domain.shared import UserId
 
@@ -35,8 +35,8 @@ async def test_the_sweep_gives_each_expired_quote_to_edge_once_and_wakes_the_sen
     await outbox.sent_many([(sent.message_id, {"message_id": 11}), (welcome.message_id, {"message_id": 41}),
                             (refused.message_id, {"error": "Bad Request", "refusal": "rejected"})])
     stop = asyncio.Event()
-    sweeping = asyncio.create_task(keep_lapsing(outbox.lapse_buttons, clock, stop, every_s=0.01,
-                                                queued=lambda: woken.append(1)))
+    sweeping = asyncio.create_task(keep_lapsing(outbox.lapse_buttons, outbox.next_lapse, clock, stop, every_s=0.01,
+                                                longest_s=0.02, queued=lambda: woken.append(1)))
     await asyncio.sleep(0.05)
     assert await outbox.claim(NOW, 10) == [] and woken == []  # nothing has expired yet
     clock.set(EXPIRES)
@@ -46,6 +46,10 @@ async def test_the_sweep_gives_each_expired_quote_to_edge_once_and_wakes_the_sen
     again = await outbox.claim(EXPIRES, 10)
     assert [(m.user_id, m.kind, m.payload) for m in again if m.user_id != 2] == [(1, UNBUTTON, {UNBUTTON: 11})]
     assert woken == [1]
+
+
+async def nothing_lapses() -> datetime | None:
+    return None
 
 
 async def test_a_pass_that_fails_is_followed_by_the_next() -> None:
@@ -58,8 +62,59 @@ async def test_a_pass_that_fails_is_followed_by_the_next() -> None:
         return 0
 
     stop = asyncio.Event()
-    sweeping = asyncio.create_task(keep_lapsing(lapse, ManualClock(NOW), stop, every_s=0.01))
+    sweeping = asyncio.create_task(keep_lapsing(lapse, nothing_lapses, ManualClock(NOW), stop, every_s=0.01,
+                                                longest_s=0.02))
     await asyncio.sleep(0.05)
     stop.set()
     await sweeping
     assert len(passes) >= 2
+
+
+async def test_an_idle_sweep_sleeps_until_the_next_lapse_not_a_pass_a_second() -> None:
+    """An idle core reads once a `longest_s` (the Job API's idle figure counts every statement);
+    with a quote waiting, it wakes at the quote's expiry."""
+    passes: list[float] = []
+    due: list[datetime | None] = [None]
+    clock = ManualClock(NOW)
+
+    async def lapse(now: datetime, limit: int) -> int:
+        passes.append(asyncio.get_running_loop().time())
+        return 0
+
+    async def next_lapse() -> datetime | None:
+        return due[0]
+
+    stop = asyncio.Event()
+    sweeping = asyncio.create_task(keep_lapsing(lapse, next_lapse, clock, stop, every_s=0.01, longest_s=0.3))
+    await asyncio.sleep(0.2)
+    assert len(passes) == 1  # nothing waits to lapse: the next look is `longest_s` away, not 0.01
+    stop.set()
+    await sweeping
+
+    passes.clear()
+    due[0] = NOW + timedelta(seconds=0.1)
+    stop = asyncio.Event()
+    sweeping = asyncio.create_task(keep_lapsing(lapse, next_lapse, clock, stop, every_s=0.01, longest_s=5.0))
+    await asyncio.sleep(0.25)
+    stop.set()
+    await sweeping
+    assert len(passes) >= 2 and 0.08 <= passes[1] - passes[0] <= 0.2  # woke at the expiry, 0.1 s later
+
+
+async def test_a_quote_sent_through_this_core_wakes_the_sleeping_sweep() -> None:
+    """Recording the quote's message rings the alarm: the sweep looks again at once (at most once an
+    `every_s`), finds when it lapses, and takes it then, though it had planned to sleep `longest_s`."""
+    clock, outbox, alarm = ManualClock(NOW), InMemoryOutboxQueue(InMemoryStore()), LapseAlarm()
+    outbox.lapsing_noticed = alarm.noticed
+    stop = asyncio.Event()
+    sweeping = asyncio.create_task(keep_lapsing(outbox.lapse_buttons, outbox.next_lapse, clock, stop, every_s=0.05,
+                                                longest_s=60.0, alarm=alarm))
+    await asyncio.sleep(0.1)  # it looked, found nothing, and sleeps for a minute
+    await outbox.queue([quote(1)])
+    (sent,) = await outbox.claim(NOW, 10)
+    await outbox.sent_many([(sent.message_id, {"message_id": 11})])
+    clock.set(EXPIRES)
+    await asyncio.sleep(0.2)
+    stop.set()
+    await sweeping
+    assert [(m.kind, m.payload) for m in await outbox.claim(EXPIRES, 10)] == [(UNBUTTON, {UNBUTTON: 11})]

@@ -5,7 +5,7 @@ inbox clears."""
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,6 +34,7 @@ class InMemoryOutboxQueue:
         self.attempts: dict[int, int] = {}
         self.deliveries: dict[int, dict[str, Any]] = {}
         self.lapsing: dict[tuple[int, int], datetime] = {}  # (user, Telegram message) -> its buttons lapse
+        self.lapsing_noticed: Callable[[datetime], None] | None = None  # as the PostgreSQL queue's
 
     def _unsent(self) -> dict[int, list[tuple[int, OutboxMessage]]]:
         by_user: dict[int, list[tuple[int, OutboxMessage]]] = {}
@@ -116,6 +117,8 @@ class InMemoryOutboxQueue:
         until = buttons_until(message.kind, message.payload)
         if until is not None and delivery.get("message_id") is not None and delivery.get("error") is None:
             self.lapsing.setdefault((message.user_id, int(delivery["message_id"])), until)
+            if self.lapsing_noticed is not None:
+                self.lapsing_noticed(until)
         if message.payload.get(UNBUTTON) is not None:  # a press took them off already
             self.lapsing.pop((message.user_id, int(message.payload[UNBUTTON])), None)
 
@@ -125,6 +128,9 @@ class InMemoryOutboxQueue:
             del self.lapsing[key]
         await self.queue([unbutton_message(*key) for _, key in sorted(due, key=lambda d: d[1])])
         return len(due)
+
+    async def next_lapse(self) -> datetime | None:
+        return min(self.lapsing.values(), default=None)
 
     async def sent(self, message_id: int, delivery: dict[str, Any]) -> bool:
         return bool(await self.sent_many([(message_id, delivery)]))

@@ -13,7 +13,7 @@ not keep a whole batch waiting.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -46,6 +46,8 @@ def queued(messages: Sequence[OutboxMessage]) -> list[Any]:
 class PostgresOutboxQueue:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool
+        # Told when a message recorded sent has buttons that lapse (core's sweep wakes then).
+        self.lapsing_noticed: Callable[[datetime], None] | None = None
 
     async def claim(
         self, now: datetime, limit: int, hold_s: float = 60.0, per_user: int = 3
@@ -90,6 +92,8 @@ class PostgresOutboxQueue:
             self._pool, sql("outbox_sent_many"),
             [Jsonb([{"id": i, "delivery": d} for i, d in deliveries]), [i for i, _ in deliveries]],
         )
+        if rows[0]["lapses"] is not None and self.lapsing_noticed is not None:
+            self.lapsing_noticed(rows[0]["lapses"])
         return int(rows[0]["recorded"])
 
     async def lapse_buttons(self, now: datetime, limit: int = 100) -> int:
@@ -97,6 +101,12 @@ class PostgresOutboxQueue:
         most `limit`); how many were."""
         rows = await fetch_rows(self._pool, sql("lapse_buttons"), {"now": now, "limit": limit})
         return int(rows[0]["lapsed"])
+
+    async def next_lapse(self) -> datetime | None:
+        """When the next sent message's buttons lapse; None when no message is waiting to."""
+        rows = await fetch_rows(self._pool, sql("next_lapse"), {})
+        due: datetime | None = rows[0]["due"]
+        return due
 
     async def sent(self, message_id: int, delivery: dict[str, Any]) -> bool:
         """Mark sent; False when it already was (a retried report)."""

@@ -90,7 +90,8 @@ SELECT id, user_id, kind, payload, attempts FROM outbox WHERE user_id = %s AND s
 -- Many sent (or given up, with an error); by primary key, see claim_outbox. A quote sent keeps its
 -- Telegram message in lapsing_buttons until its price expires (lapse_buttons; the rule is
 -- edge_outbox.py's _buttons_until); a reply to a press that took a message's buttons off
--- (`unbutton`) forgets that message there. Returns how many were not sent already.
+-- (`unbutton`) forgets that message there. Returns how many were not sent already, and when the
+-- first of the messages it began to keep lapses (core's sweep is told, so it wakes then).
 WITH sent AS (
     UPDATE outbox SET sent_at = now(), delivery = d.delivery, claimed_until = NULL
       FROM jsonb_to_recordset(%s::jsonb) AS d(id bigint, delivery jsonb)
@@ -103,11 +104,12 @@ WITH sent AS (
      WHERE s.kind = 'screen' AND s.payload->>'screen' = 'quote' AND s.payload ? 'expires_at'
        AND s.delivery ? 'message_id' AND NOT s.delivery ? 'error'
         ON CONFLICT DO NOTHING
+    RETURNING lapses_at
 ), pressed AS (
     DELETE FROM lapsing_buttons b USING sent s
      WHERE s.payload ? 'unbutton' AND b.user_id = s.user_id AND b.message_id = (s.payload->>'unbutton')::bigint
 )
-SELECT count(*) AS recorded FROM sent;
+SELECT count(*) AS recorded, (SELECT min(lapses_at) FROM lapsing) AS lapses FROM sent;
 
 -- lapse_buttons --
 -- The sent messages whose buttons lapsed by now, each forgotten in the transaction that queues an
@@ -128,6 +130,10 @@ WITH due AS (
     RETURNING 1
 )
 SELECT count(*) AS lapsed FROM due;
+
+-- next_lapse --
+-- When the next sent message's buttons lapse (the sweep sleeps until then); one index read.
+SELECT min(lapses_at) AS due FROM lapsing_buttons;
 
 -- outbox_sent --
 UPDATE outbox SET sent_at = now(), delivery = %s, claimed_until = NULL WHERE id = %s AND sent_at IS NULL;
