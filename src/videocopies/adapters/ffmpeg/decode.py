@@ -29,7 +29,9 @@ class FfmpegDecodingProber:
         timeout_s: float = 300.0,
         memory_bytes: int = DEFAULT_MEMORY_BYTES,
     ) -> None:
-        self._header = header or PyAvProber(thread_type="SLICE")
+        # The child decodes every frame: decoding the first here too held a decoder's pictures
+        # in the worker (3-4 MiB at 720x1280, its peak RSS) for a check the child makes.
+        self._header = header or PyAvProber(thread_type="SLICE", first_picture=False)
         self._binary = binary or ffmpeg_binary()
         self._timeout_s = timeout_s
         self._memory_bytes = memory_bytes

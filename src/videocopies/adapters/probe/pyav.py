@@ -64,7 +64,10 @@ class _Scan:
 class PyAvProber:
     """Probes with PyAV in a worker thread; `budget_s` bounds one probe, decode included, so a
     huge or pathological file cannot hold a worker. `clock` is monotonic seconds. Frame
-    threads ("AUTO") decode 720×1280 about 25 % faster than "SLICE" for about 9 MiB more RSS."""
+    threads ("AUTO") decode 720×1280 about 25 % faster than "SLICE" for about 9 MiB more RSS.
+    Without `full_decode` the first picture is decoded (its rotation, and proof one decodes)
+    unless `first_picture` is False: then the headers alone answer, rotation 0, for a file
+    whose every frame is decoded elsewhere anyway (our own renders, which FFmpeg writes upright)."""
 
     def __init__(
         self,
@@ -73,8 +76,10 @@ class PyAvProber:
         tolerance: CopyTolerance | None = None,
         clock: Callable[[], float] = time.monotonic,
         thread_type: Literal["AUTO", "SLICE"] = "AUTO",
+        first_picture: bool = True,
     ) -> None:
         self._thread_type = thread_type
+        self._first_picture = first_picture
         self._budget_s = budget_s
         self._clock = clock
         self._limits = limits or Limits()
@@ -138,14 +143,17 @@ class PyAvProber:
         check_header_tells_the_length(header_s, header_frames, fps, index_span(video), self._limits)
         decode_all = full_decode or header_s is None  # no duration in the header: count it
         video.thread_type = self._thread_type
-        scan = _scan(
-            container, video, audio if decode_all else None, decode_all, expired, self._limits.max_seconds,
-            (codec.width, codec.height),
-        )
+        if decode_all or self._first_picture:
+            scan = _scan(
+                container, video, audio if decode_all else None, decode_all, expired, self._limits.max_seconds,
+                (codec.width, codec.height),
+            )
+        else:
+            scan = _Scan(frames=header_frames, rotation=0, span_s=None)
         if decode_all:
             _check_complete(scan, header_frames, header_s)
             frames = scan.frames
-        elif scan.frames == 0:
+        elif scan.frames == 0 and self._first_picture:
             raise CorruptMedia("not a single picture decodes")
         else:
             frames = header_frames or (round(header_s * fps) if header_s and fps else 0)
