@@ -62,15 +62,17 @@ async def keep_lapsing(
         if alarm is not None:
             alarm.rung.clear()  # a ring during this pass is kept for the wait below
         try:
-            total = 0
-            while (lapsed := await lapse(clock.now(), batch)) > 0:
-                total += lapsed
-                if lapsed < batch:
-                    break
-            if total:
-                log.info("%d messages' buttons lapsed", total)
-                queued()
-            due = await next_lapse()
+            due = await next_lapse()  # a glance: the sweep's transaction only when something is due
+            if due is not None and due <= clock.now():
+                total = 0
+                while (lapsed := await lapse(clock.now(), batch)) > 0:
+                    total += lapsed
+                    if lapsed < batch:
+                        break
+                if total:
+                    log.info("%d messages' buttons lapsed", total)
+                    queued()
+                due = await next_lapse()
             until = longest_s if due is None else (due - clock.now()).total_seconds()
             wait = min(longest_s, max(every_s, until))
         except Exception as error:  # noqa: BLE001 - the database may be away: the next pass takes them

@@ -61,8 +61,11 @@ async def test_a_pass_that_fails_is_followed_by_the_next() -> None:
             raise ConnectionError("the database is away")
         return 0
 
+    async def one_lapsed() -> datetime | None:
+        return NOW
+
     stop = asyncio.Event()
-    sweeping = asyncio.create_task(keep_lapsing(lapse, nothing_lapses, ManualClock(NOW), stop, every_s=0.01,
+    sweeping = asyncio.create_task(keep_lapsing(lapse, one_lapsed, ManualClock(NOW), stop, every_s=0.01,
                                                 longest_s=0.02))
     await asyncio.sleep(0.05)
     stop.set()
@@ -73,7 +76,8 @@ async def test_a_pass_that_fails_is_followed_by_the_next() -> None:
 async def test_an_idle_sweep_sleeps_until_the_next_lapse_not_a_pass_a_second() -> None:
     """An idle core reads once a `longest_s` (the Job API's idle figure counts every statement);
     with a quote waiting, it wakes at the quote's expiry."""
-    passes: list[float] = []
+    passes: list[float] = []  # the sweep's transactions
+    looks: list[float] = []  # its glances at when the next lapse is due
     due: list[datetime | None] = [None]
     clock = ManualClock(NOW)
 
@@ -82,23 +86,28 @@ async def test_an_idle_sweep_sleeps_until_the_next_lapse_not_a_pass_a_second() -
         return 0
 
     async def next_lapse() -> datetime | None:
+        looks.append(asyncio.get_running_loop().time())
         return due[0]
 
     stop = asyncio.Event()
     sweeping = asyncio.create_task(keep_lapsing(lapse, next_lapse, clock, stop, every_s=0.01, longest_s=0.3))
     await asyncio.sleep(0.2)
-    assert len(passes) == 1  # nothing waits to lapse: the next look is `longest_s` away, not 0.01
+    # Nothing waits to lapse: one glance, no transaction, and the next look `longest_s` away, not 0.01.
+    assert len(looks) == 1 and passes == []
     stop.set()
     await sweeping
 
-    passes.clear()
+    looks.clear()
     due[0] = NOW + timedelta(seconds=0.1)
     stop = asyncio.Event()
     sweeping = asyncio.create_task(keep_lapsing(lapse, next_lapse, clock, stop, every_s=0.01, longest_s=5.0))
-    await asyncio.sleep(0.25)
+    await asyncio.sleep(0.05)
+    clock.set(NOW + timedelta(seconds=0.1))
+    await asyncio.sleep(0.2)
     stop.set()
     await sweeping
-    assert len(passes) >= 2 and 0.08 <= passes[1] - passes[0] <= 0.2  # woke at the expiry, 0.1 s later
+    assert len(looks) >= 2 and 0.08 <= looks[1] - looks[0] <= 0.2  # looked again at the expiry, 0.1 s later
+    assert len(passes) >= 1  # and took it then
 
 
 async def test_a_quote_sent_through_this_core_wakes_the_sleeping_sweep() -> None:

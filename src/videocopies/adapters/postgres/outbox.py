@@ -20,7 +20,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from videocopies.adapters.postgres.peek import glance
+from videocopies.adapters.postgres.peek import glance, glance_at
 from videocopies.adapters.postgres.pool import fetch_rows
 from videocopies.adapters.postgres.queries import sql
 from videocopies.application.ports import OutboxMessage, QueuedMessage
@@ -104,8 +104,7 @@ class PostgresOutboxQueue:
 
     async def next_lapse(self) -> datetime | None:
         """When the next sent message's buttons lapse; None when no message is waiting to."""
-        rows = await fetch_rows(self._pool, sql("next_lapse"), {})
-        due: datetime | None = rows[0]["due"]
+        due: datetime | None = await glance_at(self._pool, sql("next_lapse"))  # one statement, no transaction
         return due
 
     async def sent(self, message_id: int, delivery: dict[str, Any]) -> bool:

@@ -7,6 +7,8 @@ glance only decides whether to look properly; the claim and the sweep stay trans
 
 from __future__ import annotations
 
+from typing import Any
+
 from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres.queries import sql
@@ -32,6 +34,11 @@ class PostgresQueuePeek:
 
 async def glance(pool: AsyncConnectionPool, query: str) -> bool:
     """One yes-or-no read, outside any transaction (no BEGIN/COMMIT around it)."""
+    return bool(await glance_at(pool, query))
+
+
+async def glance_at(pool: AsyncConnectionPool, query: str) -> Any:
+    """One value read outside any transaction (no BEGIN/COMMIT around it); None without a row."""
     async with pool.connection() as conn:
         await conn.set_autocommit(True)
         try:
@@ -39,4 +46,4 @@ async def glance(pool: AsyncConnectionPool, query: str) -> bool:
             row = await cur.fetchone()
         finally:
             await conn.set_autocommit(False)
-    return bool(row and row[0])
+    return row[0] if row else None
