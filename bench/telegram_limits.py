@@ -104,7 +104,8 @@ def big_variant(big: bytes, n: int) -> bytes:
 async def quick_renderer(core_url: str, token: str, store: Path, copy: Path, loops: int = 2) -> None:
     """Claim jobs through the Job API; store the pre-made copy as each of a job's copies and
     checkpoint it, then complete the job (the protocol of application/worker.py, without FFmpeg)."""
-    from videocopies.adapters.http.client import CoreClient, HttpJobLeases, identify
+    from videocopies.adapters.http.client import CoreClient, identify
+    from videocopies.adapters.http.job_leases import HttpJobLeases
     from videocopies.adapters.inprocess import StoreJobFiles
     from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
     from videocopies.domain.jobs import CopyArtifact

@@ -18,7 +18,8 @@ import httpx
 import pytest
 
 from integration.harness import wait_answering
-from videocopies.adapters.http.client import HttpJobLeases, WrongNode, identify
+from videocopies.adapters.http.client import WrongNode, identify
+from videocopies.adapters.http.job_leases import HttpJobLeases
 from videocopies.adapters.http.wire import JsonWire, WireError
 from videocopies.domain.shared import WorkerId
 from videocopies.embedded.postgres import LocalPostgres, free_port

@@ -13,7 +13,8 @@ import uvloop
 
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
 from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
-from videocopies.adapters.http.client import CoreClient, HttpJobLeases, SignedUrlJobFiles
+from videocopies.adapters.http.client import CoreClient
+from videocopies.adapters.http.job_leases import HttpJobLeases, SignedUrlJobFiles
 from videocopies.adapters.inprocess import LocalDisk, StoreJobFiles
 from videocopies.adapters.objectstore.filesystem import FilesystemObjectStore
 from videocopies.adapters.probe import PyAvProber

@@ -8,7 +8,8 @@ import json
 import httpx
 import pytest
 
-from videocopies.adapters.http.client import CoreClient, CoreRefused, CoreUnreachable, HttpJobLeases
+from videocopies.adapters.http.client import CoreClient, CoreRefused, CoreUnreachable
+from videocopies.adapters.http.job_leases import HttpJobLeases
 from videocopies.domain.jobs import LeaseLossReason, LeaseLost
 from videocopies.domain.shared import JobId, OwnerToken
 

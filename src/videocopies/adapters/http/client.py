@@ -26,14 +26,13 @@ import logging
 import random
 import ssl
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from videocopies.adapters.http.answers import (
     CoreRefused,
     StorageBusy,
-    claimed_from_wire,
     relocated_to,
     result_of,
     storage_answer,
@@ -41,11 +40,7 @@ from videocopies.adapters.http.answers import (
 from videocopies.adapters.http.core_choice import CoreChoice, core_urls
 from videocopies.adapters.http.core_urls import check_core_url, plain_http_elsewhere
 from videocopies.adapters.http.wire import Answer, JsonWire
-from videocopies.adapters.objectstore.files import hash_file, open_temp_beside
-from videocopies.application import use_cases as uc
-from videocopies.domain.jobs import CopyArtifact
-from videocopies.domain.quality import CopyQuality
-from videocopies.domain.shared import JobId, OwnerToken, WorkerId
+from videocopies.adapters.objectstore.files import open_temp_beside
 
 if TYPE_CHECKING:
     import httpx
@@ -240,93 +235,6 @@ def _network_errors() -> tuple[type[BaseException], ...]:
     """What a failed call on the network raises: httpx's errors only where httpx is loaded."""
     httpx = sys.modules.get("httpx")
     return (OSError, TimeoutError) if httpx is None else (httpx.TransportError, OSError, TimeoutError)
-
-
-class HttpJobLeases:
-    """The JobLeases port over the Job API. `claim` long-polls core for up to `wait_s`; with
-    `stats`, each claim and each renewal also carries the worker's figures (its scratch use, CPU,
-    RSS, bytes moved) for core's /metrics, so they stay fresh through a long job."""
-
-    def __init__(
-        self, core: CoreClient, wait_s: float = 20.0, stats: Callable[[], dict[str, int]] | None = None
-    ) -> None:
-        self._core, self._wait_s, self._stats = core, wait_s, stats
-        self._renewals_carry_stats = stats is not None
-
-    async def claim(
-        self, worker_id: WorkerId, limit: int, max_source_bytes: int | None = None
-    ) -> Sequence[uc.ClaimedJob]:
-        body: dict[str, Any] = {"wait_s": self._wait_s, "limit": limit, "max_source_bytes": max_source_bytes}
-        if self._stats is not None:
-            body["stats"] = self._stats()
-        answer = await self._core.call("POST", "/v1/jobs/claim", body, timeout=self._wait_s + 15.0)
-        return [claimed_from_wire(job) for job in answer["jobs"]]
-
-    async def renew(self, job_id: JobId, token: OwnerToken) -> bool:
-        path = f"/v1/jobs/{job_id}/renew"
-        if self._stats is not None and self._renewals_carry_stats:
-            try:
-                answer = await self._core.call("POST", path, {"token": token, "stats": self._stats()})
-                return bool(answer["cancel_requested"])
-            except CoreRefused as refused:
-                if refused.status != 422:
-                    raise
-                # A core older than figures on renewals refuses the field: they go with claims only.
-                self._renewals_carry_stats = False
-        answer = await self._core.call("POST", path, {"token": token})
-        return bool(answer["cancel_requested"])
-
-    async def progress(self, job_id: JobId, token: OwnerToken, index: int, percent: int) -> None:
-        body = {"token": token, "percent": percent}
-        await self._core.call("POST", f"/v1/jobs/{job_id}/copies/{index}/progress", body)
-
-    async def checkpoint(self, job_id: JobId, token: OwnerToken, index: int, artifact: CopyArtifact) -> bool:
-        body = {
-            "token": token, "object_key": artifact.object_key, "size": artifact.size, "sha256": artifact.sha256,
-            "duration_s": artifact.duration_s, "width": artifact.width, "height": artifact.height,
-            "quality": artifact.quality.to_dict() if artifact.quality else None,
-        }
-        answer = await self._core.call("POST", f"/v1/jobs/{job_id}/copies/{index}/checkpoint", body)
-        return bool(answer["recorded"])
-
-    async def give_up_copy(
-        self, job_id: JobId, token: OwnerToken, index: int, reason: str, quality: CopyQuality | None
-    ) -> bool:
-        body = {"token": token, "reason": reason, "quality": quality.to_dict() if quality else None}
-        answer = await self._core.call("POST", f"/v1/jobs/{job_id}/copies/{index}/give-up", body)
-        return bool(answer["recorded"])
-
-    async def complete(self, job_id: JobId, token: OwnerToken, receipt_id: str) -> dict[str, Any]:
-        body = {"token": token, "receipt_id": receipt_id}
-        return dict(await self._core.call("POST", f"/v1/jobs/{job_id}/complete", body))
-
-    async def fail(
-        self, job_id: JobId, token: OwnerToken, reason: str, retryable: bool, receipt_id: str
-    ) -> dict[str, Any]:
-        reason = reason.replace("\x00", "")[:2000] or "failed"  # core stores it as text
-        body = {"token": token, "receipt_id": receipt_id, "reason": reason, "retryable": retryable}
-        return dict(await self._core.call("POST", f"/v1/jobs/{job_id}/fail", body))
-
-    async def acknowledge_cancel(self, job_id: JobId, token: OwnerToken) -> None:
-        await self._core.call("POST", f"/v1/jobs/{job_id}/cancel/acknowledge", {"token": token})
-
-
-class SignedUrlJobFiles:
-    """A worker without storage credentials: core signs a URL for each of the job's objects."""
-
-    def __init__(self, core: CoreClient) -> None:
-        self._core = core
-
-    async def fetch_source(self, job: uc.ClaimedJob, path: Path) -> None:
-        signed = await self._core.call("POST", f"/v1/jobs/{job.job_id}/source/url", {"token": job.token})
-        await self._core.download(signed["url"], signed["headers"], path)
-
-    async def store_copy(self, job: uc.ClaimedJob, index: int, path: Path) -> tuple[str, int, str]:
-        size, sha256 = await asyncio.to_thread(hash_file, path)
-        body = {"token": job.token, "size": size, "sha256": sha256}
-        signed = await self._core.call("POST", f"/v1/jobs/{job.job_id}/copies/{index}/upload-url", body)
-        await self._core.upload(signed["url"], signed["headers"], path, size)
-        return signed["key"], size, sha256
 
 
 class WrongNode(Exception):
