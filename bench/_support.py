@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
+import multiprocessing
 import os
 import signal
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import attrs
 import httpx
@@ -95,6 +98,32 @@ def postgres_cpu_seconds(postmaster: int) -> float:
                 if int(_stat(int(entry.name))[1]) == postmaster:
                     total += cpu_seconds(int(entry.name))
     return total
+
+
+# One draining process's account: when it began and ended (wall clock), jobs done, its CPU seconds.
+Drained = tuple[float, float, int, float]
+
+
+def drained_together(
+    drain: Callable[[Any], Drained], args: Callable[[float], list[Any]], postmaster: int, workers: int, batch: int,
+) -> dict[str, Any]:
+    """`drain` in `workers` spawned processes from a common start (`args(start_at)` gives each its
+    arguments): the jobs, the seconds from the first start to the last end, and the CPU a job
+    cost the server (over the whole run) and the processes (their own)."""
+    server_cpu = postgres_cpu_seconds(postmaster)
+    start_at = time.time() + 2.0 + workers * 0.5
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as ex:
+        results = list(ex.map(drain, args(start_at)))
+    server_cpu = postgres_cpu_seconds(postmaster) - server_cpu
+    seconds = max(e for _, e, _, _ in results) - min(b for b, _, _, _ in results)
+    jobs = sum(n for _, _, n, _ in results)
+    return {
+        "workers": workers, "batch": batch, "jobs": jobs, "seconds": round(seconds, 3),
+        "jobs_per_s": round(jobs / seconds, 1),
+        "server_cpu_ms_per_job": round(server_cpu * 1000 / jobs, 3),
+        "client_cpu_ms_per_job": round(sum(c for _, _, _, c in results) * 1000 / jobs, 3),
+    }
 
 
 @attrs.frozen

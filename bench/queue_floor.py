@@ -16,13 +16,11 @@ writes could go here, and so what share of the gap to pgqueuer is the rows thems
 
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
 import time
 from typing import Any
 
 import psycopg
-from _support import postgres_cpu_seconds
+from _support import drained_together
 
 CLAIM = """
 WITH picked AS (
@@ -88,23 +86,14 @@ def _drain(args: tuple[str, str, int, float]) -> tuple[float, float, int, float]
 
 
 def throughput(url: str, workers: int, batch: int, postmaster: int) -> dict[str, Any]:
-    server_cpu = postgres_cpu_seconds(postmaster)
-    start_at = time.time() + 2.0 + workers * 0.5
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as ex:
-        results = list(ex.map(_drain, [(url, f"floor{i}", batch, start_at) for i in range(workers)]))
-    server_cpu = postgres_cpu_seconds(postmaster) - server_cpu
-    seconds = max(e for _, e, _, _ in results) - min(b for b, _, _, _ in results)
-    jobs = sum(n for _, _, n, _ in results)
+    def args(start_at: float) -> list[tuple[str, str, int, float]]:
+        return [(url, f"floor{i}", batch, start_at) for i in range(workers)]
+
+    figures = drained_together(_drain, args, postmaster, workers, batch)
     with psycopg.connect(url) as conn:
         done, receipts, closed = conn.execute(
             "SELECT count(*) FILTER (WHERE state = 'done'), (SELECT count(*) FROM receipts),"
             " (SELECT count(*) FROM orders WHERE state = 'done') FROM jobs"
         ).fetchone()  # type: ignore[misc]
-    assert done == jobs == receipts == closed, (done, jobs, receipts, closed)
-    return {
-        "workers": workers, "batch": batch, "jobs": jobs, "seconds": round(seconds, 3),
-        "jobs_per_s": round(jobs / seconds, 1),
-        "server_cpu_ms_per_job": round(server_cpu * 1000 / jobs, 3),
-        "client_cpu_ms_per_job": round(sum(c for _, _, _, c in results) * 1000 / jobs, 3),
-    }
+    assert done == figures["jobs"] == receipts == closed, (done, figures["jobs"], receipts, closed)
+    return figures

@@ -14,14 +14,12 @@ job's run (see `_drain`).
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import multiprocessing
 import time
 from typing import Any
 
 import psycopg
 import uvloop
-from _support import postgres_cpu_seconds
+from _support import drained_together
 
 ENTRYPOINT = "noop"
 
@@ -76,18 +74,9 @@ def _worker(args: tuple[str, int, float]) -> tuple[float, float, int, float]:
 
 
 def throughput(url: str, workers: int, batch: int, postmaster: int) -> dict[str, Any]:
-    server_cpu = postgres_cpu_seconds(postmaster)
-    start_at = time.time() + 2.0 + workers * 0.5
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as ex:
-        results = list(ex.map(_worker, [(url, batch, start_at)] * workers))
-    server_cpu = postgres_cpu_seconds(postmaster) - server_cpu
-    seconds = max(e for _, e, _, _ in results) - min(b for b, _, _, _ in results)
-    jobs = sum(n for _, _, n, _ in results)
+    figures = drained_together(_worker, lambda start_at: [(url, batch, start_at)] * workers, postmaster, workers, batch)
     with psycopg.connect(url) as conn:
         left = conn.execute("SELECT count(*) FROM pgqueuer").fetchone()[0]
         logged = conn.execute("SELECT count(*) FROM pgqueuer_log WHERE status = 'successful'").fetchone()[0]
-    assert left == 0 and logged == jobs, (left, logged, jobs)
-    return {"workers": workers, "batch": batch, "jobs": jobs, "seconds": round(seconds, 3),
-            "jobs_per_s": round(jobs / seconds, 1), "server_cpu_ms_per_job": round(server_cpu * 1000 / jobs, 3),
-            "client_cpu_ms_per_job": round(sum(c for _, _, _, c in results) * 1000 / jobs, 3)}
+    assert left == 0 and logged == figures["jobs"], (left, logged, figures["jobs"])
+    return figures

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import concurrent.futures
-import multiprocessing
 import statistics
 import sys
 import time
@@ -37,7 +35,7 @@ import psycopg
 import queue_floor
 import queue_peer
 import uvloop
-from _support import emit, fresh_database, postgres_cpu_seconds, server
+from _support import drained_together, emit, fresh_database, server
 
 from videocopies.adapters.postgres.notifier import PostgresNotifier
 from videocopies.adapters.postgres.pool import make_pool
@@ -108,29 +106,16 @@ def _worker(args: tuple[str, str, int, float]) -> tuple[float, float, int, float
 def throughput(url: str, workers: int, batch: int, postmaster: int) -> dict[str, Any]:
     """Also the CPU each job cost: the server's (over the whole run, idle moments included)
     and the claimers' own (from their start to their last completion)."""
-    server_cpu = postgres_cpu_seconds(postmaster)
-    start_at = time.time() + 2.0 + workers * 0.5
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as ex:
-        results = list(ex.map(_worker, [(url, f"w{i}", batch, start_at) for i in range(workers)]))
-    server_cpu = postgres_cpu_seconds(postmaster) - server_cpu
-    seconds = max(e for _, e, _, _ in results) - min(b for b, _, _, _ in results)
-    jobs = sum(n for _, _, n, _ in results)
+    figures = drained_together(
+        _worker, lambda start_at: [(url, f"w{i}", batch, start_at) for i in range(workers)], postmaster, workers, batch
+    )
     with psycopg.connect(url) as conn:
         done, over, receipts, closed = conn.execute(
             "SELECT count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE attempts > 1),"
             " (SELECT count(*) FROM receipts), (SELECT count(*) FROM orders WHERE state = 'done') FROM jobs"
         ).fetchone()
-    assert done == jobs == receipts == closed and over == 0, (done, jobs, receipts, closed, over)
-    return {
-        "workers": workers,
-        "batch": batch,
-        "jobs": jobs,
-        "seconds": round(seconds, 3),
-        "jobs_per_s": round(jobs / seconds, 1),
-        "server_cpu_ms_per_job": round(server_cpu * 1000 / jobs, 3),
-        "client_cpu_ms_per_job": round(sum(c for _, _, _, c in results) * 1000 / jobs, 3),
-    }
+    assert done == figures["jobs"] == receipts == closed and over == 0, (done, figures["jobs"], receipts, closed, over)
+    return figures
 
 
 async def trickle(url: str, jobs: int, rate: float, claimers: int) -> dict[str, Any]:
