@@ -29,17 +29,23 @@ def _worker_figures(core_url: str, node: str) -> dict[str, float]:
             for sample in family.samples if sample.labels.get("node") == node}
 
 
-def test_cores_metrics_show_what_each_worker_did(
-    pg_server: LocalPostgres, database: str, seaweed: LocalSeaweed, tmp_path: Path
-) -> None:
-    url = pg_server.url(database)
+def _ordered_on_s3(url: str, seaweed: LocalSeaweed, clip: Path) -> tuple[S3ObjectStore, str, CoreProcess]:
+    """An order of 5 copies of `clip`, stored in a bucket of its own, and a core that serves it."""
     bucket = f"t-{uuid.uuid4().hex[:16]}"
     store = S3ObjectStore(bucket, seaweed.endpoint_url, seaweed.access_key, seaweed.secret_key)
-    clip = make_clip(tmp_path / "clip.mp4", seconds=2, width=360, height=640)
     order_id = asyncio.run(_order(url, store, clip, copies=5))
     core = CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_S3_ENDPOINT=seaweed.endpoint_url,
                        VIDEOCOPIES_S3_BUCKET=bucket, VIDEOCOPIES_S3_ACCESS_KEY=seaweed.access_key,
                        VIDEOCOPIES_S3_SECRET_KEY=seaweed.secret_key).start()
+    return store, order_id, core
+
+
+def test_cores_metrics_show_what_each_worker_did(
+    pg_server: LocalPostgres, database: str, seaweed: LocalSeaweed, tmp_path: Path
+) -> None:
+    url = pg_server.url(database)
+    clip = make_clip(tmp_path / "clip.mp4", seconds=2, width=360, height=640)
+    store, order_id, core = _ordered_on_s3(url, seaweed, clip)
     worker = worker_process(core.url, issue_token(url, "w-seen"), tmp_path / "work")
     try:
         wait_for(lambda: fetch_all(url, "SELECT state FROM orders WHERE order_id = %s", order_id)[0][0] == "done",
@@ -65,13 +71,8 @@ def test_a_workers_figures_stay_fresh_through_a_long_job(
 ) -> None:
     """Its renewals carry them: the copies it made show before the job ends, not with its next claim."""
     url = pg_server.url(database)
-    bucket = f"t-{uuid.uuid4().hex[:16]}"
-    store = S3ObjectStore(bucket, seaweed.endpoint_url, seaweed.access_key, seaweed.secret_key)
     clip = make_clip(tmp_path / "clip.mp4", seconds=4, width=720, height=1280)
-    order_id = asyncio.run(_order(url, store, clip, copies=5))
-    core = CoreProcess(url, quote_secret=SECRET, VIDEOCOPIES_S3_ENDPOINT=seaweed.endpoint_url,
-                       VIDEOCOPIES_S3_BUCKET=bucket, VIDEOCOPIES_S3_ACCESS_KEY=seaweed.access_key,
-                       VIDEOCOPIES_S3_SECRET_KEY=seaweed.secret_key).start()
+    store, order_id, core = _ordered_on_s3(url, seaweed, clip)
     # A renewal every 0.5 s (a third of the lease the worker plans for).
     worker = worker_process(core.url, issue_token(url, "w-long"), tmp_path / "work", VIDEOCOPIES_LEASE_TTL_S="1.5")
     seen_while_running: list[float] = []
