@@ -15,22 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiogram import Bot
-from aiogram.client.session.aiohttp import AiohttpSession
 
 from videocopies.adapters.ffmpeg.clips import make_clip
 from videocopies.adapters.http.answers import CoreRefused
-from videocopies.adapters.telegram.delivery import Delivery
-from videocopies.adapters.telegram.pacing import Pacer, PacingSettings
 from videocopies.adapters.telegram.sender import Sender
 from videocopies.application.ports import OutboxMessage
 from videocopies.domain.shared import UserId
 from videocopies.embedded.postgres import LocalPostgres
 from videocopies.runtime.launch import CoreProcess, edge_process, issue_token, stop_process
-from videocopies.testing.telegram_simulator import LAX, BotApiSimulator
+from videocopies.testing.telegram_simulator import BotApiSimulator
 
 from .core_api import CoreApi, serve_core
 from .harness import stopped_if_left
+from .simulated_chat import NoCopies, simulated_chat
 
 
 @pytest.fixture
@@ -168,29 +165,18 @@ class _Core:
         return {"messages": []}
 
 
-class _NoCopies:
-    async def fetch(self, key: str, url: str | None, path: Path) -> None:
-        raise AssertionError("no copy is sent here")
-
-
 async def test_the_sender_takes_lapsed_buttons_off_sends_nothing_and_claims_without_the_field_from_an_older_core(
     tmp_path: Path,
 ) -> None:
-    async with BotApiSimulator(**LAX) as sim:
-        token = sim.create_bot()
-        bot = Bot(token, session=AiohttpSession(api=sim.api_server()))
-        user = sim.create_user(token, first_name="Ann")
-        user.send_text("/start")
-        pacer = Pacer(PacingSettings(chat_rate=100.0, chat_burst=100))
-        delivery = Delivery(bot, _NoCopies(), tmp_path, pacer, 4)
+    async with simulated_chat(tmp_path) as chat:
+        bot, user, pacer, delivery = chat.bot, chat.user, chat.pacer, chat.delivery
         quote = {"id": 1, "chat_id": user.id, "kind": "screen", "text": "5 copies at 4 coins each: 20 coins.",
                  "buttons": [[{"text": "Confirm", "data": "c:q1"}]], "video": None, "invoice": None}
         sent, _ = await delivery.send(quote, True)  # by an edge before this one
-        await delivery.close()
         lapsed = {"id": 7, "chat_id": user.id, "kind": "unbutton", "text": "", "buttons": [], "video": None,
                   "unbutton": sent}
         core = _Core([CoreRefused(422, {"detail": "unbuttons: extra fields not permitted"}), {"messages": [lapsed]}])
-        sender = Sender(bot, core, _NoCopies(), tmp_path, pacer=pacer)  # type: ignore[arg-type]
+        sender = Sender(bot, core, NoCopies(), tmp_path, pacer=pacer)  # type: ignore[arg-type]
         stop = asyncio.Event()
         running = asyncio.create_task(sender.run(stop))
         try:
@@ -202,7 +188,6 @@ async def test_the_sender_takes_lapsed_buttons_off_sends_nothing_and_claims_with
             stop.set()
             await running
             await sender.close()
-            await bot.session.close()
         assert core.reports == [{"id": 7}]
         assert "reply_markup" not in user.message(sent)
         assert [e.method for e in user.received] == ["sendMessage", "editMessageReplyMarkup"]  # nothing sent

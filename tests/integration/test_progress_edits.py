@@ -11,37 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiogram import Bot
-from aiogram.client.session.aiohttp import AiohttpSession
 
 from videocopies.adapters.telegram.delivery import Delivery
-from videocopies.adapters.telegram.pacing import Pacer, PacingSettings
 from videocopies.adapters.telegram.progress import ProgressMessages
-from videocopies.testing.telegram_simulator import LAX, BotApiSimulator
+from videocopies.testing.telegram_simulator import BotApiSimulator
+
+from .simulated_chat import simulated_chat
 
 CANCEL = [[{"text": "Cancel", "data": "x:o1"}]]
 
 
-class NoCopies:
-    async def fetch(self, key: str, url: str | None, path: Path) -> None:
-        raise AssertionError("no copy is sent here")
-
-
 @pytest.fixture
 async def edge(tmp_path: Path) -> AsyncIterator[tuple[BotApiSimulator, Delivery, Any]]:
-    # The lax profile: no 502s or flood refusals to retry here, only what an edit is answered.
-    async with BotApiSimulator(**LAX) as sim:
-        token = sim.create_bot()
-        bot = Bot(token, session=AiohttpSession(api=sim.api_server()))
-        user = sim.create_user(token, first_name="Ann")
-        user.send_text("/start")
-        pacer = Pacer(PacingSettings(chat_rate=100.0, chat_burst=100))
-        delivery = Delivery(bot, NoCopies(), tmp_path, pacer, 4)
-        try:
-            yield sim, delivery, user
-        finally:
-            await delivery.close()
-            await bot.session.close()
+    async with simulated_chat(tmp_path) as chat:
+        yield chat.sim, chat.delivery, chat.user
 
 
 def row(id: int, chat_id: int, text: str, buttons: Any = CANCEL, **progress: Any) -> dict[str, Any]:
