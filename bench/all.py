@@ -2,7 +2,23 @@
 and judges each headline against its target and its last recorded value (bench/recorded.json).
 
 A readable table goes to stderr, then one JSON line to stdout. Exit 1 when a headline misses
-its target, got worse than its recorded value by more than its noise band, or was not printed.
+its target, got worse than its recorded value *as expected on today's machine* by more than its
+noise band, or was not printed.
+
+The shared project machine changes speed from day to day by more than any noise band, so the
+machine probe (bench/_machine.py) runs first and each headline says how it moves with the
+machine (`SCALES`): with our Python's CPU, PostgreSQL's, both (`cpu`), a durable commit's
+(`fsync`), or not at all (`none`: ratios within one run, counts, RSS). Its factor is today's
+probe figure over the one recorded with the value (for `cpu`, the mean of the Python and
+PostgreSQL factors: time spent in both); a time (`<=`) is expected at recorded × factor, a rate
+(`>=`) at recorded / factor, and the noise band is taken around that. The probe's figures are
+recorded on each figure beside its value (`machine`), not once per recording: `--record --only`
+writes some figures on one day and leaves the others of another, and a value is only
+comparable with the machine it was measured on. A figure recorded without them (before the
+probe, or when it failed) is compared raw, and the table says "machine unknown".
+
+The target verdict stays absolute: a figure that misses its target misses it whatever the
+machine, and a slow day never turns a miss into a pass; only the regression check scales.
 
     uv run python bench/all.py                         # every benchmark, each as its `command` says
     uv run python bench/all.py --only job_api,ingress  # a subset
@@ -39,6 +55,29 @@ OPS: dict[str, tuple[Callable[[Any, Any], bool], str]] = {"<=": (operator.le, "�
                                                           "==": (operator.eq, "=")}
 Recorded = dict[str, dict[str, Any]]  # figure → value, target, op, noise, command, commit, date, durable
 FIELDS = ("value", "target", "op", "noise", "command", "commit", "date", "durable")
+OPTIONAL = ("noise_floor", "note", "machine", "scales")
+Machine = dict[str, float]  # the probe's figures: costs, higher is slower
+
+# The probe's figures each unit of a headline moves with, and their names in the table.
+UNITS: dict[str, tuple[str, ...]] = {"python": ("python_cpu_s",), "postgres": ("postgres_cpu_ms",),
+                                     "cpu": ("python_cpu_s", "postgres_cpu_ms"), "fsync": ("fsync_ms",), "none": ()}
+PROBE = {"python_cpu_s": ("Python", "s"), "postgres_cpu_ms": ("PostgreSQL", "ms"), "fsync_ms": ("fsync", "ms")}
+
+# How each headline moves with the machine: a figure, else its benchmark; `scales` on a figure
+# in recorded.json overrides it.
+SCALES = {
+    "confirm_wave.seconds": "cpu", "confirm_wave.ratio_to_raw": "none",
+    "queue_throughput.jobs_per_s": "cpu", "queue_throughput.wake_p95_ms": "cpu", "queue_throughput": "none",
+    "job_api.wake_p95_ms": "cpu", "job_api.renew_p99_ms": "cpu",
+    "job_api.idle_sql_per_s": "none",  # statements the idle long polls cause: a count, not a speed
+    "job_api_cpu": "python",  # core's own CPU
+    "cpu_per_op": "cpu", "ingress": "cpu", "confirm_via_bot": "cpu",
+    "telegram_limits.welcome_p95_s": "none",  # paced by Telegram's ~30 messages/s, a clock, not the CPU
+    "telegram_limits.callback_answer_p95_ms": "cpu", "telegram_limits": "none",
+    "worker_throughput": "none", "worker_throughput_s3": "none",  # ratios to FFmpeg in the same run, RSS
+    "backup.verify_s": "postgres",  # pg_restore and the checks on a scratch cluster
+    "backup": "none", "soak": "none",  # counts of what must never happen
+}
 
 # Benchmarks in bench/ that all.py does not run, and why; every other one has headlines.
 NOT_RUN = {
@@ -93,6 +132,37 @@ def benchmarks(recorded: Recorded) -> list[str]:
     return list(dict.fromkeys(benchmark_of(name) for name in recorded))
 
 
+def scales(name: str, spec: dict[str, Any]) -> str:
+    """The unit a headline moves with (see UNITS); a boolean moves with nothing."""
+    if spec["op"] == "==":
+        return "none"
+    unit = spec.get("scales") or SCALES.get(name) or SCALES.get(benchmark_of(name))
+    if unit not in UNITS:
+        raise ValueError(f"{name}: SCALES says not how it moves with the machine ({unit!r})")
+    return unit
+
+
+def machine_factor(unit: str, today: Machine | None, then: Machine | None) -> float | None:
+    """How much slower today's machine is than the one `then` was measured on, in `unit`
+    (2.0: twice as slow); None when either is unknown."""
+    if not UNITS[unit]:
+        return 1.0
+    if not today or not then or any(key not in today or key not in then for key in UNITS[unit]):
+        return None
+    factors = [today[key] / then[key] for key in UNITS[unit]]
+    return sum(factors) / len(factors)
+
+
+def expected_here(spec: dict[str, Any], factor: float) -> Any:
+    """The recorded value as it would come out on a machine `factor` times as slow: a time or a
+    cost (`<=`) takes longer, a rate (`>=`) gets lower."""
+    if spec["op"] == "<=":
+        return spec["value"] * factor
+    if spec["op"] == ">=":
+        return spec["value"] / factor
+    return spec["value"]
+
+
 @attrs.frozen
 class Verdict:
     """One headline of one run, against its target and its last recorded value."""
@@ -101,10 +171,19 @@ class Verdict:
     meets: bool | None  # None: the figure has no target, or was not measured
     regressed: bool
     compared: bool  # False: nothing recorded, or recorded on the other kind of server
+    expected: Any = None  # the recorded value as expected on today's machine, when compared
+    machine_known: bool = True  # False: compared raw, the machine it was recorded on unknown
 
     @property
     def failed(self) -> bool:
         return not self.measured or self.meets is False or self.regressed
+
+    def against_record(self) -> str:
+        """The regression half of the verdict."""
+        if not self.measured:
+            return "NOT PRINTED"
+        said = "REGRESSED" if self.regressed else "within noise" if self.compared else "not compared"
+        return said + ("" if self.machine_known or not self.compared else " (machine unknown: raw)")
 
     def words(self) -> str:
         if not self.measured:
@@ -114,27 +193,37 @@ class Verdict:
             said += ", REGRESSED"
         elif not self.compared:
             said += ", not compared"
+        if self.compared and not self.machine_known:
+            said += ", machine unknown: compared raw"
         return said
 
 
-def band(spec: dict[str, Any]) -> float:
-    """How far from the recorded value a run may land and still be noise."""
-    return max(spec["noise"] * abs(spec["value"]), spec.get("noise_floor", 0))
+def band(spec: dict[str, Any], around: Any = None) -> float:
+    """How far from the recorded value (or `around`, that value on today's machine) a run may
+    land and still be noise. The noise floor stays as recorded: it is the instrument's grain."""
+    around = spec["value"] if around is None else around
+    return max(spec["noise"] * abs(around), spec.get("noise_floor", 0))
 
 
-def judge(spec: dict[str, Any], value: Any, durable: bool | None = None) -> Verdict:
-    """`durable`: the run's server; a value recorded on the other kind is shown but not compared."""
+def judge(spec: dict[str, Any], value: Any, durable: bool | None = None, factor: float | None = 1.0) -> Verdict:
+    """`durable`: the run's server; a value recorded on the other kind is shown but not compared.
+    `factor`: how much slower this machine is than the recorded one, in the figure's unit (1.0:
+    the same; None: unknown, compared raw). It moves the regression check, never the target."""
     if value is None:
         return Verdict(measured=False, meets=None, regressed=False, compared=False)
     holds = OPS[spec["op"]][0]
     meets = None if spec["target"] is None else bool(holds(value, spec["target"]))
     compared = spec["value"] is not None and (None in (durable, spec["durable"]) or durable == spec["durable"])
+    if not compared:
+        return Verdict(measured=True, meets=meets, regressed=False, compared=False)
+    expected = expected_here(spec, 1.0 if factor is None else factor)
     regressed = False
-    if compared and spec["op"] == "<=":
-        regressed = value > spec["value"] + band(spec)
-    elif compared and spec["op"] == ">=":
-        regressed = value < spec["value"] - band(spec)
-    return Verdict(measured=True, meets=meets, regressed=regressed, compared=compared)
+    if spec["op"] == "<=":
+        regressed = value > expected + band(spec, expected)
+    elif spec["op"] == ">=":
+        regressed = value < expected - band(spec, expected)
+    return Verdict(measured=True, meets=meets, regressed=regressed, compared=True, expected=expected,
+                   machine_known=factor is not None)
 
 
 def last_json_line(stdout: str) -> dict[str, Any] | None:
@@ -185,6 +274,74 @@ def table(rows: list[list[str]]) -> str:
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows)
 
 
+def rounded(value: Any) -> Any:
+    """Three significant digits, for a figure worked out here rather than measured."""
+    return float(f"{value:.3g}") if isinstance(value, float) else value
+
+
+def counted(n: int) -> str:
+    return f"{n} figure" + ("" if n == 1 else "s")
+
+
+def machine_of(line: dict[str, Any] | None) -> Machine | None:
+    """The probe's figures in its JSON line; None unless it printed every one."""
+    found = {key: (line or {}).get(key) for key in PROBE}
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in found.values()):
+        return None
+    return {key: float(v) for key, v in found.items() if v is not None}
+
+
+def probe_text(machine: Machine) -> str:
+    return ", ".join(f"{PROBE[key][0]} {show(machine[key])} {PROBE[key][1]}" for key in PROBE if key in machine)
+
+
+def slower(factor: float) -> str:
+    if round(factor, 1) == 1.0:
+        return "the same"
+    return f"{factor:.1f}× slower" if factor > 1 else f"{1 / factor:.1f}× faster"
+
+
+def machines_recorded(recorded: Recorded) -> list[tuple[Machine | None, list[str]]]:
+    """The probe's figures the recorded values were measured with (None: without the probe),
+    each with its figures, the most figures first."""
+    groups: dict[str, list[str]] = {}
+    for name, spec in recorded.items():
+        if spec["value"] is not None:
+            groups.setdefault(json.dumps(spec.get("machine"), sort_keys=True), []).append(name)
+    return sorted(((json.loads(then), names) for then, names in groups.items()), key=lambda group: -len(group[1]))
+
+
+def machine_words(today: Machine | None, recorded: Recorded) -> str:
+    """Today's machine against the ones `recorded` was measured on, for the top of the report."""
+    if today is None:
+        return "machine: unknown (the probe printed no figures), so every figure that scales is compared raw"
+    groups = machines_recorded(recorded)
+    said = []
+    for then, names in groups:
+        if then is not None:
+            factors = ", ".join(f"{PROBE[key][0]} {slower(today[key] / then[key])}" for key in PROBE if key in then)
+            said.append(("against when recorded, " if len(groups) == 1 else
+                         f"against when {counted(len(names))} {'was' if len(names) == 1 else 'were'} recorded, ")
+                        + factors)
+    unknown = sum(len(names) for then, names in groups if then is None)
+    if unknown:
+        said.append(f"{counted(unknown)} recorded without the probe, so compared raw")
+    return f"machine (today: {probe_text(today)}): {'; '.join(said)}"
+
+
+def docs_machine_line(recorded: Recorded) -> str:
+    groups = machines_recorded(recorded)
+    known = [f"{probe_text(then)} ({counted(len(names))})" for then, names in groups if then is not None]
+    unknown = sum(len(names) for then, names in groups if then is None)
+    said = ("Regressions are judged against each recorded value scaled by the machine probe "
+            "(`bench/_machine.py`: today's figures over the ones recorded with the value)")
+    if known:
+        said += "; recorded with " + "; ".join(known)
+    if unknown:
+        said += f"; {counted(unknown)} recorded without the probe, compared raw until recorded again"
+    return said + "."
+
+
 def docs_table(recorded: Recorded) -> str:
     """The current table of docs/benchmarks.md, from recorded.json alone."""
     lines = [TABLE_BEGIN, "", "| benchmark | figure | value | target | met? | measured | command |",
@@ -200,7 +357,7 @@ def docs_table(recorded: Recorded) -> str:
             measured = f"{spec['commit']}, {spec['date']}, {kind}"
         lines.append(f"| {bench} | `{figure}` | {show(spec['value'])} | {target_text(spec)} | {met} | {measured} "
                      f"| `{spec['command']}` |")
-    return "\n".join([*lines, "", TABLE_END])
+    return "\n".join([*lines, "", docs_machine_line(recorded), "", TABLE_END])
 
 
 def write_docs(recorded: Recorded, path: Path = DOCS) -> None:
@@ -220,8 +377,9 @@ def current_commit() -> str:
     return commit + ("+uncommitted" if changed else "")
 
 
-def record(recorded: Recorded, runs: list[Run], commit: str, date: str) -> list[str]:
-    """The new values into `recorded` (in place); returns the figures written."""
+def record(recorded: Recorded, runs: list[Run], commit: str, date: str, machine: Machine | None = None) -> list[str]:
+    """The new values into `recorded` (in place), each with the machine it was measured on
+    (none when the probe failed: an older one would not describe it); returns the figures written."""
     lines = {r.benchmark: r.line for r in runs if r.line is not None}
     written = []
     for name, spec in recorded.items():
@@ -229,29 +387,49 @@ def record(recorded: Recorded, runs: list[Run], commit: str, date: str) -> list[
         if line is not None and (value := value_in(line, name)) is not None:
             spec.update(value=value, commit=commit, date=date, durable=line.get("durable"))
             spec.pop("note", None)  # it told where the seed came from
+            spec.pop("machine", None)
+            if machine is not None:
+                spec["machine"] = dict(machine)
             written.append(name)
     return written
 
 
-def verdicts(recorded: Recorded, runs: list[Run], quick: bool = False) -> tuple[list[list[str]], dict, list[str]]:
+def expectation(spec: dict[str, Any], verdict: Verdict, unit: str, factor: float | None) -> str:
+    """The table's "expected here": the recorded value on today's machine, with its noise band."""
+    if not verdict.compared:
+        return "—"
+    if spec["op"] == "==":
+        return show(verdict.expected)
+    said = f"{show(rounded(verdict.expected))} ± {show(rounded(band(spec, verdict.expected)))}"
+    if factor is None:
+        return said + " (raw)"
+    return said if unit == "none" else f"{said} ({unit} ×{factor:.2f})"
+
+
+def verdicts(recorded: Recorded, runs: list[Run], quick: bool = False,
+             today: Machine | None = None) -> tuple[list[list[str]], dict, list[str]]:
     """The table's rows, the figures for the JSON line, and the headlines that fail the run (a
-    quick run fails only on a headline not printed: its small arguments say nothing of targets)."""
+    quick run fails only on a headline not printed: its small arguments say nothing of targets).
+    `today`: the probe's figures for this run (None: unknown, every scaled figure compared raw)."""
     lines = {r.benchmark: r.line or {} for r in runs}
-    rows = [["figure", "value", "target", "recorded", "noise", "verdict"]]
+    rows = [["figure", "value", "target", "met?", "recorded", "expected here", "verdict"]]
     figures, failed = {}, []
     for name, spec in recorded.items():
         if (line := lines.get(benchmark_of(name))) is None:
             continue
         value = value_in(line, name)
-        verdict = judge(spec, value, line.get("durable"))
+        unit = scales(name, spec)
+        factor = machine_factor(unit, today, spec.get("machine"))
+        verdict = judge(spec, value, line.get("durable"), factor)
         if verdict.failed and (not quick or not verdict.measured):
             failed.append(name)
         kind = "" if spec["durable"] is None else " (durable)" if spec["durable"] else " (not durable)"
-        noise = "—" if spec["op"] == "==" else f"±{spec['noise']:.0%}" + (
-            f", ≥ {show(spec['noise_floor'])}" if spec.get("noise_floor") else "")
-        rows.append([name, show(value), target_text(spec), show(spec["value"]) + kind, noise, verdict.words()])
+        met = {True: "yes", False: "NO", None: "—"}[verdict.meets]
+        rows.append([name, show(value), target_text(spec), met, show(spec["value"]) + kind,
+                     expectation(spec, verdict, unit, factor), verdict.against_record()])
         figures[name] = {"value": value, "target": spec["target"], "op": spec["op"], "recorded": spec["value"],
-                         "verdict": verdict.words()}
+                         "scales": unit, "factor": None if factor is None else round(factor, 3),
+                         "expected": rounded(verdict.expected), "verdict": verdict.words()}
     return rows, figures, failed
 
 
@@ -274,21 +452,25 @@ def main() -> None:
         chosen = [b for b in chosen if b in args.only.split(",")]
     commands = {benchmark_of(name): spec["command"] for name, spec in recorded.items()}
     load_before = round(os.getloadavg()[0], 2)
+    probed = run("_machine", [])
+    today = machine_of(probed.line) if probed.exit_code == 0 else None
     runs = [run(b, QUICK.get(b, arguments(commands[b])) if args.quick else arguments(commands[b])) for b in chosen]
     load_after = round(os.getloadavg()[0], 2)
-    rows, figures, failed = verdicts(recorded, runs, args.quick)
-    print(f"\nload average {load_before} before, {load_after} after\n" + table(rows), file=sys.stderr)
+    rows, figures, failed = verdicts(recorded, runs, args.quick, today)
+    machine = machine_words(today, {name: spec for name, spec in recorded.items() if benchmark_of(name) in chosen})
+    print(f"\n{machine}\nload average {load_before} before, {load_after} after\n" + table(rows), file=sys.stderr)
     if args.quick:
         print("quick run: small arguments; only a figure not printed fails it", file=sys.stderr)
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
     if args.record:
-        written = record(recorded, runs, current_commit(), datetime.now(UTC).date().isoformat())
+        written = record(recorded, runs, current_commit(), datetime.now(UTC).date().isoformat(), today)
         RECORDED.write_text(json.dumps(recorded, indent=2, ensure_ascii=False) + "\n")
         write_docs(recorded)
         print(f"recorded {len(written)} figures in bench/recorded.json and the docs table", file=sys.stderr)
     print(json.dumps({
-        "bench": "all", "quick": args.quick, "load_average": [load_before, load_after],
+        "bench": "all", "machine": machine, "machine_probe": today, "quick": args.quick,
+        "load_average": [load_before, load_after],
         "benchmarks": {r.benchmark: {"exit": r.exit_code, "seconds": r.seconds, "args": r.args,
                                      "durable": (r.line or {}).get("durable")} for r in runs},
         "figures": figures, "failed": failed,
