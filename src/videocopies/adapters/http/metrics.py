@@ -91,6 +91,11 @@ class CoreMetrics:
             "videocopies_scratch", "A node's scratch directory as it last reported it: bytes and files",
             ["role", "node", "what"], **on,
         )
+        # A time, not an age: it is true whenever it is read, and the panel takes the latest among cores.
+        self._scratch_reported = Gauge(
+            "videocopies_scratch_reported_unixtime", "When this core last heard the node's scratch report (Unix time)",
+            ["role", "node"], **on,
+        )
         self.scratch: dict[tuple[str, str], dict[str, int]] = {}  # (role, node) -> its scratch figures
         self._worker = {
             name: Gauge(f"videocopies_worker_{name}", f"{text}, as it last reported", ["node"], **on)
@@ -174,6 +179,7 @@ class CoreMetrics:
         if len(self.scratch) < _EDGE_NODES or (role, node) in self.scratch:
             self._scratch.labels(role, node, "bytes").set(used_bytes)
             self._scratch.labels(role, node, "files").set(files)
+            self._scratch_reported.labels(role, node).set(time.time())
             self.scratch[(role, node)] = {"bytes": used_bytes, "files": files}
 
     async def _read_objects(self) -> None:
