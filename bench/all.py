@@ -156,6 +156,8 @@ def machine_factor(unit: str, today: Machine | None, then: Machine | None) -> fl
 def expected_here(spec: dict[str, Any], factor: float) -> Any:
     """The recorded value as it would come out on a machine `factor` times as slow: a time or a
     cost (`<=`) takes longer, a rate (`>=`) gets lower."""
+    if factor == 1.0:
+        return spec["value"]
     if spec["op"] == "<=":
         return spec["value"] * factor
     if spec["op"] == ">=":
@@ -279,8 +281,8 @@ def rounded(value: Any) -> Any:
     return float(f"{value:.3g}") if isinstance(value, float) else value
 
 
-def counted(n: int) -> str:
-    return f"{n} figure" + ("" if n == 1 else "s")
+def counted(n: int, noun: str = "figure") -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def machine_of(line: dict[str, Any] | None) -> Machine | None:
@@ -302,11 +304,11 @@ def slower(factor: float) -> str:
 
 
 def machines_recorded(recorded: Recorded) -> list[tuple[Machine | None, list[str]]]:
-    """The probe's figures the recorded values were measured with (None: without the probe),
-    each with its figures, the most figures first."""
+    """The probe's figures the recorded values that scale were measured with (None: without
+    the probe), each with its figures, the most figures first."""
     groups: dict[str, list[str]] = {}
     for name, spec in recorded.items():
-        if spec["value"] is not None:
+        if spec["value"] is not None and scales(name, spec) != "none":
             groups.setdefault(json.dumps(spec.get("machine"), sort_keys=True), []).append(name)
     return sorted(((json.loads(then), names) for then, names in groups.items()), key=lambda group: -len(group[1]))
 
@@ -325,7 +327,7 @@ def machine_words(today: Machine | None, recorded: Recorded) -> str:
                         + factors)
     unknown = sum(len(names) for then, names in groups if then is None)
     if unknown:
-        said.append(f"{counted(unknown)} recorded without the probe, so compared raw")
+        said.append(f"{counted(unknown, 'scaled figure')} recorded without the probe, so compared raw")
     return f"machine (today: {probe_text(today)}): {'; '.join(said)}"
 
 
@@ -338,7 +340,7 @@ def docs_machine_line(recorded: Recorded) -> str:
     if known:
         said += "; recorded with " + "; ".join(known)
     if unknown:
-        said += f"; {counted(unknown)} recorded without the probe, compared raw until recorded again"
+        said += f"; {counted(unknown, 'scaled figure')} recorded without the probe, compared raw until recorded again"
     return said + "."
 
 

@@ -275,6 +275,7 @@ def test_the_factor_of_each_unit() -> None:
     assert bench_all.expected_here(spec(value=3.0, op="<="), 2.0) == 6.0
     assert bench_all.expected_here(spec(value=3.0, op=">="), 2.0) == 1.5
     assert bench_all.expected_here(spec(value=True, target=True, op="=="), 2.0) is True
+    assert repr(bench_all.expected_here(spec(value=0), 1.0)) == "0"  # a count stays a count
 
 
 def test_the_noise_band_scales_with_the_expectation_but_not_its_floor() -> None:
@@ -316,9 +317,12 @@ def test_the_report_says_how_the_machine_moved_at_its_top() -> None:
     assert bench_all.machine_words(today, mixed) == (
         "machine (today: Python 1.2 s, PostgreSQL 1,160 ms, fsync 1.04 ms): against when 2 figures were recorded, "
         "Python 2.4× slower, PostgreSQL 2.9× slower, fsync the same; against when 1 figure was recorded, "
-        "Python 9.6× slower, PostgreSQL 11.6× slower, fsync the same; 1 figure recorded without the probe, "
+        "Python 9.6× slower, PostgreSQL 11.6× slower, fsync the same; 1 scaled figure recorded without the probe, "
         "so compared raw")
     assert "compared raw" in bench_all.machine_words(None, recorded)
+    unscaled = {"a.ratio": spec(scales="none"), "a.x": spec()}
+    assert bench_all.machine_words(today, unscaled).endswith(": 1 scaled figure recorded without the probe, "
+                                                             "so compared raw")
 
 
 def test_the_table_shows_the_value_expected_here_beside_the_recorded_one() -> None:
@@ -342,4 +346,4 @@ def test_the_docs_say_under_the_table_which_machine_the_values_were_recorded_on(
     said = text.splitlines()[-3]
     assert "scaled by the machine probe" in said
     assert "recorded with Python 0.5 s, PostgreSQL 400 ms, fsync 1 ms (1 figure)" in said
-    assert "1 figure recorded without the probe, compared raw" in said
+    assert "1 scaled figure recorded without the probe, compared raw" in said
