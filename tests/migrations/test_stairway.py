@@ -1,4 +1,4 @@
-"""Migrations: every revision goes up, down and up again, and the result is exactly tables.py."""
+"""Migrations: every revision goes up, down and up again, and the result is exactly the schema of adapters/postgres/tables/."""
 
 from __future__ import annotations
 
