@@ -31,7 +31,7 @@ log = logging.getLogger("videocopies.control")
 
 
 def _core_figures(settings: ControlSettings) -> CoreMetricsFigures | None:
-    return CoreMetricsFigures(settings.core_url, verify=settings.core_ca or True) if settings.core_url else None
+    return CoreMetricsFigures(settings.core_urls, verify=settings.core_ca or True) if settings.core_urls else None
 
 
 class ControlPanel(containers.DeclarativeContainer):
@@ -50,10 +50,10 @@ class ControlPanel(containers.DeclarativeContainer):
 
 
 def build(
-    database_url: str, password: str, inventory: Path, core_url: str | None = None,
+    database_url: str, password: str, inventory: Path, core_urls: tuple[str, ...] = (),
     login_limits: LoginLimits | None = None, core_ca: str | None = None,
 ) -> FastAPI:
-    settings = ControlSettings(password, inventory, core_url=core_url, core_ca=core_ca,
+    settings = ControlSettings(password, inventory, core_urls=core_urls, core_ca=core_ca,
                                login_limits=login_limits or LoginLimits())
     return app(ControlPanel(settings=settings, database_url=database_url))
 

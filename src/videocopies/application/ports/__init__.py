@@ -23,6 +23,7 @@ from videocopies.application.ports.duties import DutyLeases, TransientRows
 from videocopies.application.ports.media import CopyInspector, CopyLook, Prober, ProbeResult, Transcoder
 from videocopies.application.ports.nodes import Node, NodeExists, NodeRegistry
 from videocopies.application.ports.objects import (
+    CoreAnswer,
     CoreFigures,
     CoreUnreachable,
     ListedStore,
@@ -59,7 +60,7 @@ from videocopies.application.ports.unit_of_work import (
 
 __all__ = [
     "BotUser", "BotUsers", "CapacitySlots", "ClaimedJob", "Clock", "CoinAccountRepository", "ControlReadModel",
-    "CopyInspector", "CopyLook", "CoreFigures", "CoreUnreachable", "DiskSpace", "DutyLeases", "GrantLog",
+    "CopyInspector", "CopyLook", "CoreAnswer", "CoreFigures", "CoreUnreachable", "DiskSpace", "DutyLeases", "GrantLog",
     "GrantRecord", "Ids", "Inbox", "InboxEvent", "InboxTurn", "JobFiles", "JobLeases", "JobRepository",
     "language_of", "ListedStore", "Node", "NodeExists", "NodeFigures", "NodeRegistry", "Notifier", "ObjectRows",
     "ObjectStore", "ObjectTallies", "ObjectTally", "OrderRepository", "Outbox", "OutboxMessage", "OutboxQueue",

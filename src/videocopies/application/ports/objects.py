@@ -82,21 +82,49 @@ class StoreDisk:
 
 @attrs.frozen
 class ScratchUse:
-    """A worker's or edge's scratch directory, as the node last measured it."""
+    """A worker's or edge's scratch directory, as the node last measured it, and which core heard
+    that report when (None: a core that does not say when)."""
 
     role: str
     node: str
     bytes: int
     files: int
+    heard_by: str = ""
+    heard_at: datetime | None = None
+
+
+@attrs.frozen
+class CoreAnswer:
+    """One core asked for its figures (`core`: its URL): its store's disk (None: not on a local
+    filesystem), or why it could not be read."""
+
+    core: str
+    disk: StoreDisk | None = None
+    unreachable: str | None = None
 
 
 @attrs.frozen
 class NodeFigures:
-    """What only a core knows, from the nodes that report to it: the store's disk (None: core
-    has no store on a local filesystem) and each node's scratch use."""
+    """What only the cores know, each from the nodes that report to it: every core asked, with
+    its store's disk or why it could not be read, and each node's scratch use once, as the core
+    that heard it last has it."""
 
-    disk: StoreDisk | None
+    cores: tuple[CoreAnswer, ...]
     scratch: tuple[ScratchUse, ...]
+
+    @property
+    def unread(self) -> tuple[CoreAnswer, ...]:
+        return tuple(answer for answer in self.cores if answer.unreachable is not None)
+
+    @property
+    def disks(self) -> tuple[tuple[StoreDisk | None, tuple[str, ...]], ...]:
+        """Each different disk the cores that answered measured, with those cores: one entry when
+        they agree (one store, or a store with no local disk such as S3)."""
+        seen: dict[StoreDisk | None, list[str]] = {}
+        for answer in self.cores:
+            if answer.unreachable is None:
+                seen.setdefault(answer.disk, []).append(answer.core)
+        return tuple((disk, tuple(cores)) for disk, cores in seen.items())
 
 
 class ObjectTallies(Protocol):
@@ -105,12 +133,13 @@ class ObjectTallies(Protocol):
 
 class CoreFigures(Protocol):
     async def node_figures(self) -> NodeFigures:
-        """Raises CoreUnreachable when core cannot be asked."""
+        """Raises CoreUnreachable when no core can be asked; the cores that could not be read
+        while another was are among NodeFigures.cores, with why."""
         ...
 
 
 @attrs.define
 class CoreUnreachable(Exception):
-    """Core did not answer for its figures; `reason` says how."""
+    """Core (or every core) did not answer for its figures; `reason` says how."""
 
     reason: str

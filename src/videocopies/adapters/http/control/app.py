@@ -20,6 +20,7 @@ from videocopies.adapters.http.control.rendering import SECURITY_HEADERS, ago, e
 from videocopies.adapters.http.control.services import ControlServices
 from videocopies.adapters.http.control.sessions import COOKIE, Session
 from videocopies.application.inventory import SERVER_ROLES, InvalidServer, Server, ServerExists
+from videocopies.application.ports import NodeFigures, StoreDisk
 
 MAX_FORM_BYTES = 16 * 1024
 __all__ = ["ControlServices", "create_app"]
@@ -44,6 +45,24 @@ async def _form(request: Request) -> dict[str, list[str]]:
     if len(body) > MAX_FORM_BYTES:
         return {}
     return parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+
+
+def _figures_json(figures: NodeFigures | None, unreachable: str | None) -> dict[str, Any]:
+    """The cores' figures for /storage.json: each null when no core could be read (`unreachable` says why)."""
+    if figures is None:
+        return {**dict.fromkeys(("disks", "disk", "scratch", "cores")), "core_unreachable": unreachable}
+    disks = [{"cores": list(cores), "disk": _disk(disk)} for disk, cores in figures.disks]
+    return {
+        "disks": disks, "disk": disks[0]["disk"] if len(disks) == 1 else None,
+        "scratch": [{**attrs.asdict(use), "heard_at": use.heard_at and use.heard_at.isoformat()}
+                    for use in figures.scratch],
+        "cores": [{"core": answer.core, "unreachable": answer.unreachable} for answer in figures.cores],
+        "core_unreachable": "; ".join(f"{away.core}: {away.unreachable}" for away in figures.unread) or None,
+    }
+
+
+def _disk(disk: StoreDisk | None) -> dict[str, int] | None:
+    return None if disk is None else {**attrs.asdict(disk), "used": disk.used}
 
 
 def create_app(services: ControlServices) -> FastAPI:
@@ -98,18 +117,17 @@ def create_app(services: ControlServices) -> FastAPI:
 
     @app.get("/storage.json")
     async def storage_json(request: Request) -> Response:
-        """The same for scripts: {objects: [{kind, state, objects, bytes}], disk: {total, free,
-        used} | null, scratch: [{role, node, bytes, files}] | null, core_unreachable: str | null}."""
+        """The same for scripts: {objects: [{kind, state, objects, bytes}], disks: [{cores: [url],
+        disk: {total, free, used} | null}] (one entry when the cores agree), disk: the one disk
+        when they agree, else null, scratch: [{role, node, bytes, files, heard_by, heard_at}],
+        cores: [{core, unreachable: str | null}] (disks, scratch and cores null when no core was
+        read), core_unreachable: null when every core was read, else which were not and why}."""
         if signed_in(request) is None:
             return to_login()
         read = await reads.storage(services, request)
-        figures = read["figures"]
         return JSONResponse({
             "objects": None if read["objects"] is None else [attrs.asdict(t) for t in read["objects"]],
-            "disk": None if figures is None or figures.disk is None
-            else {**attrs.asdict(figures.disk), "used": figures.disk.used},
-            "scratch": None if figures is None else [attrs.asdict(s) for s in figures.scratch],
-            "core_unreachable": read["unreachable"],
+            **_figures_json(read["figures"], read["unreachable"]),
         }, headers=SECURITY_HEADERS)
 
     @app.get("/users", response_class=HTMLResponse)

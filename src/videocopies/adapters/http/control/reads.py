@@ -73,11 +73,12 @@ async def user(services: ControlServices, request: Request) -> dict[str, Any]:
 
 async def storage(services: ControlServices, _request: Request) -> dict[str, Any]:
     """The store's budget: objects and bytes by kind and state, the store's disk, and each
-    worker's and edge's scratch; what could not be read is said, not left out."""
+    worker's and edge's scratch; what could not be read is said, not left out: no core at all
+    (`unreachable`), or some of the cores (among the figures' cores)."""
     objects = await services.objects.tallies() if services.objects is not None else None
     figures, unreachable = None, None
     if services.core_figures is None:
-        unreachable = "core's address is not set (VIDEOCOPIES_CORE_URL)"
+        unreachable = "no core's address is set (VIDEOCOPIES_CORE_URLS)"
     else:
         try:
             figures = await services.core_figures.node_figures()
