@@ -74,14 +74,11 @@ class CoreMetricsFigures:
         self._timeout, self._verify = timeout_s, verify
 
     async def node_figures(self) -> NodeFigures:
-        answers = await asyncio.gather(*(self._answer(core) for core in self._cores))
-        if not answers:
-            raise CoreUnreachable("no core's address is set")
-        if all(core.unreachable is not None for answer in answers for core in answer.cores):
-            raise CoreUnreachable("; ".join(
-                f"{core.core}: {core.unreachable}" for answer in answers for core in answer.cores
-            ))
-        return merged(answers)
+        figures = merged(await asyncio.gather(*(self._answer(core) for core in self._cores)))
+        if len(figures.unread) == len(figures.cores):
+            away = "; ".join(f"{answer.core}: {answer.unreachable}" for answer in figures.unread)
+            raise CoreUnreachable(away or "no core's address is set")
+        return figures
 
     async def _answer(self, core: str) -> NodeFigures:
         """The core's figures, or the core named with why it could not be read."""
