@@ -49,13 +49,15 @@ async def keep_lapsing(
     lapse: Callable[[datetime, int], Awaitable[int]], next_lapse: Callable[[], Awaitable[datetime | None]],
     clock: Clock, stop: asyncio.Event, every_s: float = 1.0, longest_s: float = 30.0,
     alarm: LapseAlarm | None = None, queued: Callable[[], None] = lambda: None, batch: int = 100,
+    counted: Callable[[int], None] = lambda lapsed: None,
 ) -> None:
-    """The buttons that lapsed are given to edge to take off (`queued` wakes the senders), then the
-    sweep sleeps until the next lapse it knows of, at most `longest_s`, or until `alarm` rings (a
-    quote was just sent here), and never passes more than once an `every_s`. So an idle core reads
-    once a `longest_s` rather than once a second (the Job API's idle figure counts every
-    statement). A quote reported to another core is seen within `longest_s`, and the quote's own
-    lifetime is longer. Safe on every core: two sweeps split the rows, none is taken twice."""
+    """The buttons that lapsed are given to edge to take off (`queued` wakes the senders, `counted`
+    is told how many, for core's /metrics), then the sweep sleeps until the next lapse it knows
+    of, at most `longest_s`, or until `alarm` rings (a quote was just sent here), and never
+    passes more than once an `every_s`. So an idle core reads once a `longest_s` rather than once
+    a second (the Job API's idle figure counts every statement). A quote reported to another core
+    is seen within `longest_s`, and the quote's own lifetime is longer. Safe on every core: two
+    sweeps split the rows, none is taken twice."""
     loop = asyncio.get_running_loop()
     while not stop.is_set():
         began, wait = loop.time(), every_s
@@ -71,6 +73,7 @@ async def keep_lapsing(
                         break
                 if total:
                     log.info("%d messages' buttons lapsed", total)
+                    counted(total)
                     queued()
                 due = await next_lapse()
             until = longest_s if due is None else (due - clock.now()).total_seconds()

@@ -140,7 +140,7 @@ class Core:
         self.outbox.lapsing_noticed = alarm.noticed
         loops.append(lambda stop: keep_lapsing(
             self.outbox.lapse_buttons, self.outbox.next_lapse, clock, stop, longest_s=longest, alarm=alarm,
-            queued=self.outbox_news.queued,
+            queued=self.outbox_news.queued, counted=self.metrics.buttons_lapsed.inc,
         ))
         loops.append(lambda stop: self.inbox_processor.run(
             stop, self._inbox_wait, self._inbox_workers, safety_poll_s=10.0, peek=self.peek.inbox_waiting

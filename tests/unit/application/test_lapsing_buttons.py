@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+from prometheus_client.parser import text_string_to_metric_families
+
+from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.memory import InMemoryStore, ManualClock
 from videocopies.adapters.memory.bot import InMemoryOutboxQueue
 from videocopies.application.lapsing import UNBUTTON, LapseAlarm, buttons_until, keep_lapsing
@@ -127,3 +130,26 @@ async def test_a_quote_sent_through_this_core_wakes_the_sleeping_sweep() -> None
     stop.set()
     await sweeping
     assert [(m.kind, m.payload) for m in await outbox.claim(EXPIRES, 10)] == [(UNBUTTON, {UNBUTTON: 11})]
+
+
+async def test_core_s_metrics_count_the_buttons_its_sweep_gave_edge_to_take_off() -> None:
+    metrics, clock, outbox = CoreMetrics(), ManualClock(NOW), InMemoryOutboxQueue(InMemoryStore())
+
+    async def lapsed_so_far() -> float:
+        text = (await metrics.render()).decode()
+        return next(s.value for f in text_string_to_metric_families(text) for s in f.samples
+                    if s.name == "videocopies_buttons_lapsed_total")
+
+    await outbox.queue([quote(1), quote(2)])
+    first, second = await outbox.claim(NOW, 10)
+    await outbox.sent_many([(first.message_id, {"message_id": 11}), (second.message_id, {"message_id": 12})])
+    stop = asyncio.Event()
+    sweeping = asyncio.create_task(keep_lapsing(outbox.lapse_buttons, outbox.next_lapse, clock, stop, every_s=0.01,
+                                                longest_s=0.02, counted=metrics.buttons_lapsed.inc))
+    await asyncio.sleep(0.05)
+    assert await lapsed_so_far() == 0  # not expired yet
+    clock.set(EXPIRES)
+    await asyncio.sleep(0.05)
+    stop.set()
+    await sweeping
+    assert await lapsed_so_far() == 2

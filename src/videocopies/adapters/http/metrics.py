@@ -109,6 +109,12 @@ class CoreMetrics:
         self._inbox_lag = Gauge("videocopies_inbox_lag_seconds", "Age of the oldest unhandled event", **on)
         self._outbox = Gauge("videocopies_outbox_pending", "Messages not yet sent", **on)
         self._outbox_lag = Gauge("videocopies_outbox_lag_seconds", "Age of the oldest unsent message", **on)
+        self.buttons_lapsed = Counter(
+            "videocopies_buttons_lapsed", "Sent quotes whose Confirm this core's sweep gave edge to take off", **on
+        )
+        self._buttons_lapsing = Gauge(
+            "videocopies_buttons_lapsing", "Sent quotes whose Confirm waits to be taken off at their expiry", **on
+        )
         self._refused_total = Gauge(
             "videocopies_refused_writes_recorded", "Refused writes recorded in the database, all cores", **on
         )
@@ -214,6 +220,7 @@ class CoreMetrics:
             self._inbox_lag.set(figures.inbox_lag_s)
             self._outbox.set(figures.outbox_pending)
             self._outbox_lag.set(figures.outbox_lag_s)
+            self._buttons_lapsing.set(figures.buttons_lapsing)
             self._refused_total.set(figures.refused_writes)
             self._payments.set(figures.payments)
             self._payment_coins.set(figures.payment_coins)

@@ -23,6 +23,7 @@ class QueueFigures:
     inbox_lag_s: float  # age of the oldest unhandled inbox event
     outbox_pending: int
     outbox_lag_s: float  # age of the oldest unsent message
+    buttons_lapsing: int  # sent quotes whose Confirm core's sweep will have taken off at their expiry
     refused_writes: int
     payments: int  # credited, all time
     payment_coins: int

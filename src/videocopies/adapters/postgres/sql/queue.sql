@@ -1,6 +1,7 @@
 -- queue_figures --
 -- What the operators' figures need, in one short read. Only unfinished jobs are counted, through
--- their partial indexes, so a scrape costs the same whatever the history holds.
+-- their partial indexes, so a scrape costs the same whatever the history holds; lapsing_buttons
+-- holds only the quotes sent within a quote's lifetime.
 SELECT (SELECT count(*) FROM jobs WHERE state = 'queued') AS queued,
        (SELECT count(*) FROM jobs WHERE state = 'leased' AND lease_until > now()) AS leased,
        (SELECT count(*) FROM jobs WHERE state = 'leased' AND lease_until <= now()) AS lapsed,
@@ -10,6 +11,7 @@ SELECT (SELECT count(*) FROM jobs WHERE state = 'queued') AS queued,
        (SELECT count(*) FROM outbox WHERE sent_at IS NULL) AS outbox_pending,
        (SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)
           FROM outbox WHERE sent_at IS NULL) AS outbox_lag_s,
+       (SELECT count(*) FROM lapsing_buttons) AS buttons_lapsing,
        (SELECT count(*) FROM refused_writes) AS refused_writes,
        (SELECT count(*) FROM payments) AS payments,
        (SELECT coalesce(sum(coins), 0) FROM payments) AS payment_coins;
