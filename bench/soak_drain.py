@@ -1,5 +1,6 @@
-"""The soak's drain: once every order is final, retention 0 for every table and object; each
-transient table's rows and the store's objects must then be back where they started."""
+"""The soak's drain: once every order is final, every sent quote's button taken off and retention
+0 for every table and object; each transient table's rows and the store's objects must then be
+back where they started."""
 
 from __future__ import annotations
 
