@@ -124,7 +124,7 @@ def order_from_row(row: dict[str, Any]) -> Order:
 def order_params(order: Order) -> dict[str, Any]:
     q = order.quote
     return {
-        "order_id": order.order_id,
+        **_order_changes(order),
         "user_id": q.user_id,
         "source_key": q.source_key,
         "copies": q.copies,
@@ -134,23 +134,26 @@ def order_params(order: Order) -> dict[str, Any]:
         "quote_expires_at": q.expires_at,
         "quote_token": q.token,
         "seed": order.seed,
-        "state": order.state.value,
-        "copy_states": Jsonb([[c.state.value, c.object_key] for c in order.copies]),
-        "failure_reason": order.failure_reason,
         "created_at": order.created_at,
-        "version": order.version,
         "source_bytes": q.source_bytes,
     }
 
 
-# What update_order writes: the quote never changes once stored.
-ORDER_CHANGES = ("order_id", "state", "copy_states", "failure_reason", "version")
+def _order_changes(order: Order) -> dict[str, Any]:
+    """What update_order writes: the quote never changes once stored. Built on its own, not cut
+    from the whole row: every claim and completion writes its orders."""
+    return {
+        "order_id": order.order_id,
+        "state": order.state.value,
+        "copy_states": Jsonb([[c.state.value, c.object_key] for c in order.copies]),
+        "failure_reason": order.failure_reason,
+        "version": order.version,
+    }
 
 
 def order_change_params(order: Order, loaded: int) -> dict[str, Any]:
     """The order's changing columns, checked against the version `loaded`."""
-    params = order_params(order)
-    return {**{name: params[name] for name in ORDER_CHANGES}, "loaded": loaded}
+    return {**_order_changes(order), "loaded": loaded}
 
 
 def job_from_row(row: dict[str, Any]) -> Job:
@@ -189,13 +192,24 @@ def job_from_row(row: dict[str, Any]) -> Job:
 
 
 def job_params(job: Job) -> dict[str, Any]:
+    return {
+        **_job_changes(job),
+        "order_id": job.order_id,
+        "plans": Jsonb([p.to_dict() for p in job.plans]),
+        "max_attempts": job.max_attempts,
+        "created_at": job.created_at,
+        "source_bytes": job.source_bytes,
+    }
+
+
+def _job_changes(job: Job) -> dict[str, Any]:
+    """What update_job writes: plans, order, attempts allowed and size never change once stored.
+    Built on its own, not cut from the whole row, which turns every plan into JSON: a job is
+    written at each claim, renewal, checkpoint and completion."""
     lease = job.lease
     return {
         "job_id": job.job_id,
-        "order_id": job.order_id,
         "state": job.state.value,
-        "plans": Jsonb([p.to_dict() for p in job.plans]),
-        "max_attempts": job.max_attempts,
         "attempts": job.attempts,
         "cancel_requested": job.cancel_requested,
         "worker_id": lease.worker_id if lease else None,
@@ -203,24 +217,14 @@ def job_params(job: Job) -> dict[str, Any]:
         "acquired_at": lease.acquired_at if lease else None,
         "lease_until": lease.lease_until if lease else None,
         "last_error": job.last_error,
-        "created_at": job.created_at,
         "version": job.version,
-        "source_bytes": job.source_bytes,
         "closed_by": job.closed_by,
     }
 
 
-# What update_job writes: plans, order, attempts allowed and size never change once stored.
-JOB_CHANGES = (
-    "job_id", "state", "attempts", "cancel_requested", "worker_id", "owner_token", "acquired_at", "lease_until",
-    "last_error", "version", "closed_by",
-)
-
-
 def job_change_params(job: Job, loaded: int) -> dict[str, Any]:
     """The job's changing columns, checked against the version `loaded`."""
-    params = job_params(job)
-    return {**{name: params[name] for name in JOB_CHANGES}, "loaded": loaded}
+    return {**_job_changes(job), "loaded": loaded}
 
 
 def checkpoint_params(job_id: JobId, index: int, artifact: CopyArtifact, now: datetime) -> dict[str, Any]:
