@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Annotated, Any
 
 import attrs
-from fastapi import APIRouter, Depends, Path, Response
+from fastapi import APIRouter, Depends, Path, Request, Response
 
 from videocopies.adapters.http.edge_api import EdgeApiServices
 from videocopies.adapters.http.edge_models import (
@@ -23,7 +23,7 @@ from videocopies.adapters.http.edge_models import (
     RetryIn,
     SentIn,
 )
-from videocopies.adapters.http.shared import NodeWith
+from videocopies.adapters.http.shared import NodeWith, client_left, news_or_leaving
 from videocopies.adapters.screens import render
 from videocopies.application import use_cases as uc
 from videocopies.application.errors import NotFound
@@ -42,22 +42,32 @@ def outbox_router(services: EdgeApiServices, node_with: NodeWith) -> APIRouter:
     Sender = Annotated[Node, Depends(node_with("outbox"))]
 
     @router.post("/v1/outbox/claim", response_model=ClaimOut)
-    async def claim_outbox(body: OutboxClaimIn, _node: Sender) -> Response:
+    async def claim_outbox(body: OutboxClaimIn, _node: Sender, request: Request) -> Response:
         """Messages to send, held for this edge for `hold_s`; long-polls up to `wait_s`. Replies
         come first, then copies with users taking turns; one chat's messages keep their order
         (send them in the order given). Messages for a user the bot cannot reach, and messages
         claimed `max_attempts` times without a report, are given up here instead."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + body.wait_s
-        while True:
-            claimed = await services.outbox.claim(services.clock.now(), body.limit, body.hold_s, services.per_user)
-            given_up = await _give_up_dead(services, claimed) | await _skip_unbuttons(services, claimed, body)
-            if given_up:
-                claimed = [m for m in claimed if m.message_id not in given_up]
-                if not claimed:
-                    continue  # the next ones may be sendable
-            if claimed or loop.time() >= deadline or not await services.news.wait(deadline - loop.time()):
-                break
+        # An edge that stops mid-poll must not have messages claimed for it afterwards: they
+        # would wait out `hold_s` (a minute) before another edge could send them.
+        gone = asyncio.ensure_future(client_left(request))
+        try:
+            while not gone.done():
+                claimed = await services.outbox.claim(services.clock.now(), body.limit, body.hold_s, services.per_user)
+                given_up = await _give_up_dead(services, claimed) | await _skip_unbuttons(services, claimed, body)
+                if given_up:
+                    claimed = [m for m in claimed if m.message_id not in given_up]
+                    if not claimed:
+                        continue  # the next ones may be sendable
+                if claimed or loop.time() >= deadline:
+                    break
+                if not await news_or_leaving(services.news.wait(deadline - loop.time()), gone):
+                    break
+            else:
+                claimed = []
+        finally:
+            gone.cancel()
         languages = await services.languages(sorted({m.user_id for m in claimed}))
         shown_in = await services.outbox.progress_messages(sorted({
             str(m.payload["order_id"]) for m in claimed if m.kind in PROGRESS_EDITS and m.payload.get("order_id")

@@ -33,7 +33,7 @@ from videocopies.adapters.http.job_models import (
 )
 from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.http.relocation import Relocation
-from videocopies.adapters.http.shared import REFUSALS, Forbidden, NodeWith, SignedUrl, signed_url
+from videocopies.adapters.http.shared import REFUSALS, Forbidden, NodeWith, SignedUrl, client_left, signed_url
 from videocopies.application import use_cases as uc
 from videocopies.application.claims import ClaimWaiters
 from videocopies.application.errors import NotFound
@@ -95,7 +95,7 @@ def jobs_router(services: JobApiServices, node_with: NodeWith) -> APIRouter:
         claiming = asyncio.ensure_future(
             services.waiters.claim(WorkerId(node.name), body.limit, body.max_source_bytes, body.wait_s)
         )
-        gone = asyncio.ensure_future(_disconnected(request)) if body.wait_s > 0 else None
+        gone = asyncio.ensure_future(client_left(request)) if body.wait_s > 0 else None
         try:
             if gone is not None:
                 await asyncio.wait({claiming, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -232,9 +232,3 @@ def _claimed(job: uc.ClaimedJob) -> ClaimedJobOut:
     )
 
 
-async def _disconnected(request: Request) -> None:
-    """Returns when the client hangs up (the body is already read, so only that can come)."""
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return

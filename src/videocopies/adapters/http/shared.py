@@ -4,6 +4,7 @@ dependency, and signed storage URLs."""
 
 # No `from __future__ import annotations`: FastAPI reads the dependency annotations at runtime.
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Annotated, Any
@@ -94,3 +95,23 @@ async def signed_url(
         url = await store.presigned_put_url(key, ttl, sha256=sha256)
     expires = datetime.now().astimezone() + ttl
     return SignedUrl(key=key, url=url, method=method, headers=headers, expires_at=expires)
+
+
+async def client_left(request: Request) -> None:
+    """Returns when the client hangs up (its body is already read, so only that can come): a
+    long poll stops waiting, and claiming, for a caller that is gone."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def news_or_leaving(news: Awaitable[bool], gone: "asyncio.Future[None]") -> bool:
+    """Whether news came before the client left (`news` says whether it came in its time)."""
+    waiting = asyncio.ensure_future(news)
+    await asyncio.wait((waiting, gone), return_when=asyncio.FIRST_COMPLETED)
+    if not waiting.done():
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
+        return False
+    return waiting.result()
