@@ -4,8 +4,9 @@ the object store fail under them, then the books are checked.
 Every role is a process of its own on the local stack: PostgreSQL behind PgBouncer
 (transaction mode; LISTEN direct), SeaweedFS (S3), the Bot API simulator, core, edge and
 workers. Users order 1, 5 or 10 copies of a 1 s clip through the use cases, some cancel
-midway; every copy reaches the user through edge, so a copy is charged only when edge
-reports it delivered. A few other users buy coins through the bot (Telegram's payment flow).
+midway; every quote screen and copy reaches the user through edge, so a copy is charged only
+when edge reports it delivered, and a sent quote's Confirm is kept to be taken off at expiry.
+A few other users buy coins through the bot (Telegram's payment flow).
 Meanwhile, at seeded random points: SIGKILL of a worker (restarted), SIGSTOP of a worker
 past its lease then SIGCONT, restarts of core, PgBouncer and PostgreSQL, SIGKILL of
 PostgreSQL's whole process tree (then crash recovery), core's connections terminated, a
@@ -61,8 +62,11 @@ from soak_stack import (  # noqa: E402
 
 from videocopies.adapters.ffmpeg.clips import make_clip  # noqa: E402
 from videocopies.application import use_cases as uc  # noqa: E402
+from videocopies.application.bot.buttons import confirm_data  # noqa: E402
 from videocopies.application.errors import NotFound  # noqa: E402
+from videocopies.application.ports import OutboxMessage  # noqa: E402
 from videocopies.domain.coins import LotKind  # noqa: E402
+from videocopies.domain.pricing import Quote, QuoteKeys  # noqa: E402
 from videocopies.domain.shared import OrderId, UserId  # noqa: E402
 from videocopies.roles.containers import PostgresService  # noqa: E402
 from videocopies.settings import Settings  # noqa: E402
@@ -101,12 +105,24 @@ async def persist(what: str, call: Any, give_up_s: float = 180.0) -> Any:
             await asyncio.sleep(0.5)
 
 
+def quote_screen(keys: QuoteKeys, quote: Quote) -> OutboxMessage:
+    """The quote as the bot announces it (OrderTalk._quote), its Confirm button genuine: edge
+    sends it, and core keeps its Telegram message in lapsing_buttons until the quote expires.
+    Keyed by the quote, as no update of the user's asked for it."""
+    payload = {"screen": "quote", "copies": quote.copies, "per_copy": quote.price_per_copy, "total": quote.total,
+               "expires_at": quote.expires_at.isoformat(),
+               "confirm_data": confirm_data(keys, quote.quote_id, quote.copies, quote.total)}
+    return OutboxMessage(quote.user_id, "screen", payload, f"soak-quote:{quote.quote_id}")
+
+
 class Users:
     """Simulated users placing their orders through the use cases, as the bot would."""
 
     def __init__(self, stack: Stack, plan: SoakPlan, clip: Path) -> None:
         self._stack, self._plan, self._clip = stack, plan, clip
-        self.service = PostgresService(settings=Settings(quote_secret=SECRET.encode()))
+        settings = Settings(quote_secret=SECRET.encode())
+        self.service = PostgresService(settings=settings)
+        self._keys = settings.quote_keys
         self.service.gateways.config.from_dict({"database_url": stack.url, "pool_size": 4})
         self.quoted: list[str] = []
         self.confirmed: list[str] = []
@@ -147,8 +163,10 @@ class Users:
                 fetch, self._stack.url, "INSERT INTO stored_objects (key, kind, user_id, size, state, stored_at) "
                 "VALUES (%s, 'source', %s, %s, 'stored', now()) ON CONFLICT (key) DO NOTHING", key, wish.user, size))
             await persist("upload", lambda: self._stack.store.put_file(key, self._clip))
-        quote = await persist("quote", lambda: cases.quote_order()(
-            uc.QuoteOrderCommand(UserId(wish.user), key, wish.copies, size)))
+        # The quote screen is sent, so its Confirm lapses at its expiry; the confirmation below is
+        # the use case's, not a press, so nothing takes the button off sooner: the drain lapses it.
+        quote = await persist("quote", lambda: cases.quote_order()(uc.QuoteOrderCommand(
+            UserId(wish.user), key, wish.copies, size, announce=lambda q: quote_screen(self._keys, q))))
 
         self.quoted.append(quote.quote_id)
 
@@ -300,6 +318,9 @@ def soak(plan: SoakPlan, scratch: Path) -> dict[str, Any]:
         figures = books(built, users.confirmed, chaos.zombies)
         figures.update(objects(built))
         figures.update(acknowledged(built, users.quoted, users.confirmed, paid))
+        figures["outbox_messages"] = dict(fetch(  # what the load made the edge send, by kind
+            built.url, "SELECT CASE kind WHEN 'screen' THEN 'screen:' || (payload->>'screen') ELSE kind END, "
+            "count(*) FROM outbox GROUP BY 1 ORDER BY 1"))
         stop_roles(built)
         figures["temp_files_left"] = files_left(built)
         (figures["copies_delivered"],), = fetch(built.url, "SELECT count(*) FROM coin_debits")
