@@ -45,7 +45,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).parent))
 import soak_drain as drain  # noqa: E402
 from _support import emit  # noqa: E402
-from soak_books import acknowledged, books, files_left, objects  # noqa: E402
+from soak_books import acknowledged, books, files_left, growth, objects  # noqa: E402
 from soak_faults import Chaos  # noqa: E402
 from soak_stack import (  # noqa: E402
     BOT_TOKEN,
@@ -321,6 +321,7 @@ def soak(plan: SoakPlan, scratch: Path) -> dict[str, Any]:
         figures["outbox_messages"] = dict(fetch(  # what the load made the edge send, by kind
             built.url, "SELECT CASE kind WHEN 'screen' THEN 'screen:' || (payload->>'screen') ELSE kind END, "
             "count(*) FROM outbox GROUP BY 1 ORDER BY 1"))
+        load_end = growth(built, drain.OBJECTS_TABLE)  # what the drain has to bring back to the start
         stop_roles(built)
         figures["temp_files_left"] = files_left(built)
         (figures["copies_delivered"],), = fetch(built.url, "SELECT count(*) FROM coin_debits")
@@ -335,6 +336,7 @@ def soak(plan: SoakPlan, scratch: Path) -> dict[str, Any]:
         figures["durable"], figures["pg_settings"] = plan.durable, dict(plan.pg_settings)
         phases["books"] = time.monotonic() - started
         figures.update(drain.after(built, start))
+        figures["growth"]["load_end"] = load_end
         phases["drain"] = time.monotonic() - started
         figures["phases_s"] = {name: round(at, 1) for name, at in phases.items()}  # when each ended
         figures["seconds"] = round(time.monotonic() - started, 1)

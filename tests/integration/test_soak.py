@@ -37,6 +37,7 @@ def test_a_short_durable_soak_under_every_fault_keeps_the_books_and_what_it_ackn
     assert figures["copies_delivered"] > 0, summary
     # The users' quote screens went out through edge, so core kept their Confirm buttons, which the
     # drain took off (none was confirmed by a press, whose reply would have forgotten its button).
-    assert 0 < figures["growth"]["lapsed"]["lapsed"] <= figures["outbox_messages"]["screen:quote"], summary
+    assert 0 < figures["growth"]["load_end"]["lapsing_buttons"] <= figures["outbox_messages"]["screen:quote"], summary
+    assert figures["growth"]["lapsed"]["lapsed"] == figures["growth"]["load_end"]["lapsing_buttons"], summary
     acknowledged = figures["acknowledged"]
     assert acknowledged["reports"] > 0 and acknowledged["payments"] > 0, summary
