@@ -1,4 +1,5 @@
-"""Migrations: every revision goes up, down and up again, and the result is exactly the schema of adapters/postgres/tables/."""
+"""Migrations: every revision goes up, down and up again, and the result is exactly the schema
+of adapters/postgres/tables/."""
 
 from __future__ import annotations
 
