@@ -8,6 +8,7 @@ from pathlib import Path
 import attrs
 
 from videocopies.adapters.http.control.login_limits import LoginLimits
+from videocopies.adapters.http.core_choice import core_urls
 from videocopies.settings.parse import Environ, number, optional, path, text, whole
 
 DEFAULT_INVENTORY = "var/control/inventory.sqlite3"
@@ -32,7 +33,7 @@ def login_limits_from_env(env: Environ) -> LoginLimits:
 def core_urls_from_env(env: Environ) -> tuple[str, ...]:
     """VIDEOCOPIES_CORE_URLS, or else VIDEOCOPIES_CORE_URL: addresses separated by commas, each once."""
     value = optional(env, "VIDEOCOPIES_CORE_URLS") or optional(env, "VIDEOCOPIES_CORE_URL") or ""
-    return tuple(dict.fromkeys(url.strip().rstrip("/") for url in value.split(",") if url.strip()))
+    return tuple(dict.fromkeys(core_urls(value)))
 
 
 @attrs.frozen
