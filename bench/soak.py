@@ -62,7 +62,7 @@ from soak_stack import (  # noqa: E402
 
 from videocopies.adapters.ffmpeg.clips import make_clip  # noqa: E402
 from videocopies.application import use_cases as uc  # noqa: E402
-from videocopies.application.bot.buttons import confirm_data  # noqa: E402
+from videocopies.application.bot.orders import quote_screen as bot_quote_screen  # noqa: E402
 from videocopies.application.errors import NotFound  # noqa: E402
 from videocopies.application.ports import OutboxMessage  # noqa: E402
 from videocopies.domain.coins import LotKind  # noqa: E402
@@ -106,12 +106,10 @@ async def persist(what: str, call: Any, give_up_s: float = 180.0) -> Any:
 
 
 def quote_screen(keys: QuoteKeys, quote: Quote) -> OutboxMessage:
-    """The quote as the bot announces it (OrderTalk._quote), its Confirm button genuine: edge
+    """The quote as the bot announces it (its own screen fields), its Confirm button genuine: edge
     sends it, and core keeps its Telegram message in lapsing_buttons until the quote expires.
     Keyed by the quote, as no update of the user's asked for it."""
-    payload = {"screen": "quote", "copies": quote.copies, "per_copy": quote.price_per_copy, "total": quote.total,
-               "expires_at": quote.expires_at.isoformat(),
-               "confirm_data": confirm_data(keys, quote.quote_id, quote.copies, quote.total)}
+    payload = {"screen": "quote", **bot_quote_screen(keys, quote)}
     return OutboxMessage(quote.user_id, "screen", payload, f"soak-quote:{quote.quote_id}")
 
 

@@ -5,6 +5,7 @@ screen."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from videocopies.application import use_cases as uc
 from videocopies.application.bot.buttons import confirm_data, video_key, video_ref
@@ -104,11 +105,7 @@ class OrderTalk:
             key, size = source.source_key, source.size
 
         def announce(quote: Quote) -> OutboxMessage:
-            return replies.message(
-                "quote", copies=quote.copies, per_copy=quote.price_per_copy, total=quote.total,
-                expires_at=quote.expires_at.isoformat(),
-                confirm_data=confirm_data(self.keys, quote.quote_id, quote.copies, quote.total),
-            )
+            return replies.message("quote", **quote_screen(self.keys, quote))
 
         try:
             await self.quote_order(
@@ -174,3 +171,12 @@ class OrderTalk:
         if state is OrderState.CANCELLING:
             replies.screen("cancel_requested")
         # A cancelled order announces itself (order_closed, written with the refund).
+
+
+def quote_screen(keys: QuoteKeys, quote: Quote) -> dict[str, Any]:
+    """What the quote screen shows, its Confirm button signed for this quote."""
+    return {
+        "copies": quote.copies, "per_copy": quote.price_per_copy, "total": quote.total,
+        "expires_at": quote.expires_at.isoformat(),
+        "confirm_data": confirm_data(keys, quote.quote_id, quote.copies, quote.total),
+    }
