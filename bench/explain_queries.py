@@ -18,7 +18,8 @@ from _support import fresh_database, server
 from videocopies.adapters.postgres.queries import SQL_DIR, Statement, load, sql, statements
 
 HOT: list[tuple[str, str, dict[str, Any]]] = [
-    ("load_account", "confirm, delivery, settle: lock one user's row, read lots and open reservations", {"user_id": 7}),
+    ("load_account", "confirm, delivery, settle: lock one user's row, read working lots and open reservations",
+     {"user_id": 7, "lots": []}),
     ("load_order", "confirm, cancel, checkpoint, delivery", {"order_id": "o7"}),
     ("take_slot", "confirm: a free capacity slot, skipping slots other confirmations hold", {"order_id": "new"}),
     ("expired_leases", "the lease sweep", {"now": None, "limit": 100}),

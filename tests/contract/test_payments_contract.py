@@ -246,6 +246,34 @@ async def test_the_expiry_sweep_takes_every_due_lot_and_tells_each_user(backend:
     assert await screens(b, FRIEND) == ["coins_expired"]
 
 
+async def test_a_grant_named_again_after_its_lot_is_spent_gives_nothing_twice(backend: Backend) -> None:
+    """A spent lot (here: expired, nothing available or held) is left out of the account as
+    loaded; a grant that names it must still find it, and the balance still counts it."""
+    b = backend
+    grant = uc.GrantCoinsCommand(USER, LotKind.MANUAL, 10, timedelta(days=1), LotId("manual:spent"))
+    assert await b.cases.grant_coins()(grant) == "manual:spent"
+    await b.cases.grant_coins()(uc.GrantCoinsCommand(USER, LotKind.START, 20, None, LotId("start-42")))
+    b.clock.advance(timedelta(days=2))
+    assert await b.cases.expire_coins()() == 10
+    assert await b.cases.grant_coins()(grant) == "manual:spent"  # given once, the lot spent or not
+    await b.cases.grant_coins().many([grant])
+    async with b.new_uow() as uow:
+        account = await uow.accounts.get(USER)
+        assert account is not None
+        got = account.balance(b.clock.now())
+    assert (got.granted, got.available, got.expired) == (30, 20, 10) and got.balanced
+
+
+async def test_a_spent_purchase_is_refused_a_refund_and_its_lot_reversed_takes_nothing(backend: Backend) -> None:
+    b = backend
+    await bought(b)
+    await b.cases.refund_payment()(uc.RefundPaymentCommand("ch-1", "control-1", "bought by mistake"))
+    assert await figures(b) == (0, 0, 0, 0, 100)  # the purchase lot is spent: nothing available, all refunded
+    with pytest.raises(AlreadyRefunded):
+        await b.cases.refund_payment()(uc.RefundPaymentCommand("ch-1", "control-1", "again"))
+    assert await figures(b) == (0, 0, 0, 0, 100)
+
+
 async def test_a_notification_and_reconciliation_crediting_at_once_credit_once(backend: Backend) -> None:
     b = backend
     b.provider.settled.append(ProviderTransaction("ch-7", USER, 100, "XTR", "buy:100:220"))

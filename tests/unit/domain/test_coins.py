@@ -375,3 +375,24 @@ def test_closing_a_fully_debited_reservation_is_a_change_too():
     reservation = account.reservation(ORDER)
     assert reservation is not None and not reservation.open
     assert account.version == version + 1
+
+
+# --- spent lots left out of a loaded account ---------------------------------------------------
+
+
+def test_spent_lots_left_out_still_count_and_a_lot_brought_back_moves_out_of_them():
+    from videocopies.domain.coins import CoinLot, SpentLots
+
+    spent_lot = CoinLot(LotId("old"), LotKind.PURCHASE, 10, T0 - WEEK, T0 - DAY, available=0, debited=6, expired=3,
+                        refunded=1)
+    account = account_with(("new", 20, WEEK))
+    account.spent = SpentLots(granted=10, debited=6, expired=3, refunded=1)  # as a store loads it
+    whole = account.balance(T0)
+    assert (whole.granted, whole.available, whole.debited, whole.expired, whole.refunded) == (30, 20, 6, 3, 1)
+    assert whole.balanced
+    version = account.version
+    account.include(spent_lot)
+    assert account.spent == SpentLots() and account.balance(T0) == whole
+    assert account.version == version  # loading more of the account changes nothing in it
+    with pytest.raises(LotExists):
+        account.include(spent_lot)

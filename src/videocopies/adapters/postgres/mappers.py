@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, TypeVar
 
 from psycopg.types.json import Jsonb
 
-from videocopies.domain.coins import CoinAccount, CoinLot, Hold, LotKind, Reservation
+from videocopies.domain.coins import CoinAccount, CoinLot, Hold, LotKind, Reservation, SpentLots
 from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.jobs import CopyArtifact, Job, JobState, Lease
 from videocopies.domain.orders import CopyState, Order, OrderCopy, OrderState
@@ -43,8 +43,8 @@ def as_time(value: str | datetime | None) -> datetime | None:
     return datetime.fromisoformat(value)
 
 
-def account_from_row(user_id: UserId, row: dict[str, Any]) -> CoinAccount:
-    lots = [
+def lots_from_rows(rows: Iterable[dict[str, Any]]) -> list[CoinLot]:
+    return [
         CoinLot(
             LotId(lot["lot_id"]),
             _lot_kind(lot["kind"]),
@@ -56,8 +56,12 @@ def account_from_row(user_id: UserId, row: dict[str, Any]) -> CoinAccount:
             lot["expired"],
             lot.get("refunded", 0),
         )
-        for lot in row["lots"]
+        for lot in rows
     ]
+
+
+def account_from_row(user_id: UserId, row: dict[str, Any]) -> CoinAccount:
+    lots = lots_from_rows(row["lots"])
     reservations = {
         OrderId(r["order_id"]): Reservation(
             OrderId(r["order_id"]),
@@ -70,7 +74,10 @@ def account_from_row(user_id: UserId, row: dict[str, Any]) -> CoinAccount:
         )
         for r in row["reservations"]
     }
-    return CoinAccount(user_id, lots, reservations, version=row["version"])
+    spent = SpentLots(*row["all_lots"]) if "all_lots" in row else SpentLots()
+    for lot in lots:  # what every lot adds up to, less the lots loaded: the spent ones
+        spent = spent.without(lot)
+    return CoinAccount(user_id, lots, reservations, version=row["version"], spent=spent)
 
 
 def lot_params(user_id: UserId, lot: CoinLot) -> dict[str, Any]:

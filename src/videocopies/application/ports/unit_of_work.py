@@ -53,7 +53,12 @@ class GrantRecord:
 
 
 class CoinAccountRepository(Protocol):
-    async def get(self, user_id: UserId) -> CoinAccount | None: ...
+    async def get(self, user_id: UserId, lots: Sequence[LotId] = ()) -> CoinAccount | None:
+        """The account, locked, with at least its working lots (each with coins available, each
+        an open reservation holds from) and the `lots` named, whatever their state. A spent lot
+        may be left out: a rule that names a lot by id (a refund, a grant's id) asks for it."""
+        ...
+
     async def add(self, account: CoinAccount) -> None: ...
     async def with_lots_expiring(self, now: datetime, limit: int) -> Sequence[CoinAccount]: ...
 
@@ -185,11 +190,13 @@ class UnitOfWork(Protocol):
         jobs: Sequence[JobId] = (),
         receipts: Sequence[str] = (),
         referrals: Sequence[UserId] = (),
+        lots: Sequence[LotId] = (),
         their_orders: bool = False,
         their_accounts: bool = False,
     ) -> None:
         """A hint: load (and lock) these now, together: jobs, orders, accounts, then the
         unsettled referrals of these invitees, each kind in id order; receipts unlocked.
+        `lots`: lots of these accounts to load whatever their state (see `CoinAccountRepository.get`).
         `their_orders`: also each job's order; `their_accounts`: also each order's account."""
         ...
     async def record(self, event: DomainEvent) -> None:

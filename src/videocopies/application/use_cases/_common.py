@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 
@@ -13,7 +13,7 @@ from videocopies.application.use_cases.reason_codes import failure_code
 from videocopies.domain.coins import CoinAccount
 from videocopies.domain.jobs import Job, JobState, LeaseLossReason, LeaseLost
 from videocopies.domain.orders import Order, OrderState
-from videocopies.domain.shared import JobId, OrderId, OwnerToken, UserId, WorkerId
+from videocopies.domain.shared import JobId, LotId, OrderId, OwnerToken, UserId, WorkerId
 
 UowFactory = Callable[[], UnitOfWork]
 
@@ -39,8 +39,12 @@ async def load_job(
     return job
 
 
-async def load_account(uow: UnitOfWork, user_id: UserId, create: bool = False) -> CoinAccount:
-    account = await uow.accounts.get(user_id)
+async def load_account(
+    uow: UnitOfWork, user_id: UserId, create: bool = False, lots: Sequence[LotId] = ()
+) -> CoinAccount:
+    """The account with its working lots and `lots`: name every lot the use case addresses by id
+    (a spent one is otherwise left in the store)."""
+    account = await uow.accounts.get(user_id, lots)
     if account is None:
         if not create:
             raise NotFound("account", str(user_id))

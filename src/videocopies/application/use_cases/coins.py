@@ -48,7 +48,7 @@ class GrantCoins:
         now = self._clock.now()
         lot_id = cmd.lot_id or self._ids.lot_id()
         async with self._uow() as uow:
-            account = await load_account(uow, cmd.user_id, create=True)
+            account = await load_account(uow, cmd.user_id, create=True, lots=[cmd.lot_id] if cmd.lot_id else [])
             if cmd.lot_id is not None and any(lot.lot_id == lot_id for lot in account.lots):
                 return lot_id
             expires_at = now + cmd.valid_for if cmd.valid_for is not None else None
@@ -68,11 +68,13 @@ class GrantCoins:
         new_lots: set[LotId] = set()
         users = sorted({c.user_id for c in commands} | set(read))  # rows locked in one order
         async with new_or_joined(self._uow) as uow:
-            await uow.prefetch(accounts=users)  # one round trip for the whole batch
+            named = [cmd.lot_id for cmd in commands if cmd.lot_id is not None]
+            await uow.prefetch(accounts=users, lots=named)  # one round trip for the whole batch
             for cmd in commands:
                 if cmd.granted_by is not None:
                     raise ValueError("a grant someone made is recorded and announced: grant it on its own")
-                account = await load_account(uow, cmd.user_id, create=True)
+                named_lot = [cmd.lot_id] if cmd.lot_id is not None else []  # a fresh id names no lot
+                account = await load_account(uow, cmd.user_id, create=True, lots=named_lot)
                 lot_id = cmd.lot_id or self._ids.lot_id()
                 if any(lot.lot_id == lot_id for lot in account.lots):
                     continue

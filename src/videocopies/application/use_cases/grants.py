@@ -60,11 +60,11 @@ async def reward_first_order(uow: UnitOfWork, invitee: UserId, rules: GrantRules
     referral = await uow.referrals.unsettled(invitee)
     if referral is None:
         return
-    await uow.prefetch(accounts=[referral.inviter])
+    await uow.prefetch(accounts=[referral.inviter], lots=[referral.inviter_lot])
     rewarded = await uow.referrals.rewarded(referral.inviter, now - _DAY)
     settled = referral.settle(rewarded, rules.referral_caps, now)
-    invitee_account = await load_account(uow, invitee, create=True)
-    inviter_account = await load_account(uow, referral.inviter)
+    invitee_account = await load_account(uow, invitee, create=True, lots=[referral.invitee_lot])
+    inviter_account = await load_account(uow, referral.inviter, lots=[referral.inviter_lot])
     already = any(lot.lot_id == referral.invitee_lot for lot in invitee_account.lots)  # rewarded at arrival
     amount, expires_at = rules.referral_bonus, rules.expires_at(LotKind.REFERRAL, now)
     if settled.outcome is ReferralOutcome.REWARDED and amount > 0 and not already:

@@ -65,7 +65,7 @@ class CreditPayment:
             if (known := await uow.payments.get(cmd.external_id)) is not None:
                 known.same_terms(payment)
                 return False
-            account = await load_account(uow, cmd.user_id, create=True)
+            account = await load_account(uow, cmd.user_id, create=True, lots=[payment.lot_id])
             expires_at = now + self._valid_for if self._valid_for is not None else None
             payment.credit(account, now, expires_at)
             await uow.payments.add(payment)
@@ -192,7 +192,7 @@ class RefundPayment:
                 raise NotFound("payment", cmd.external_id)
             refund = await uow.refunds.get(cmd.external_id)
             if refund is None or refund.state is not RefundState.PENDING:
-                account = await load_account(uow, payment.user_id)
+                account = await load_account(uow, payment.user_id, lots=[payment.lot_id])
                 refund = Refund.request(payment, account, cmd.requested_by, cmd.reason, now, refund)
                 await uow.refunds.save(refund)
                 await uow.commit()
@@ -220,7 +220,8 @@ class RefundPayment:
                     refund.complete(now)
                     await uow.record(PurchaseRefunded(refund.user_id, external_id, refund.coins, payment.paid_amount))
                 else:
-                    refund.refuse(payment, await load_account(uow, payment.user_id), refused, now)
+                    account = await load_account(uow, payment.user_id, lots=[payment.lot_id])
+                    refund.refuse(payment, account, refused, now)
                 await uow.refunds.save(refund)
                 await uow.commit()
         return refund

@@ -140,7 +140,7 @@ class ReconcilePayments:
         async with self._uow() as uow:
             if any(r.external_id == payment.external_id for r in await uow.reversals.list()):
                 return None  # another run was first
-            account = await load_account(uow, payment.user_id)
+            account = await load_account(uow, payment.user_id, lots=[payment.lot_id])
             reversal = Reversal.of(payment, account, "unknown to the payment provider", now)
             await uow.reversals.add(reversal)
             await uow.record(PaymentReversed(payment.user_id, payment.external_id, payment.paid_amount, reversal.taken))

@@ -1,6 +1,6 @@
 """Coins: lots with their own expiry, reservations per order, debits per delivered copy."""
 
-from videocopies.domain.coins.account import Balance, CoinAccount
+from videocopies.domain.coins.account import Balance, CoinAccount, SpentLots
 from videocopies.domain.coins.errors import (
     DebitExceedsReservation,
     InsufficientCoins,
@@ -41,5 +41,6 @@ __all__ = [
     "CoinsRefunded", "CoinsReleased", "CoinsReserved", "DebitExceedsReservation", "GrantRules", "Hold",
     "InsufficientCoins", "InvalidAmount", "InviterRewards", "LotExists", "LotKind", "LotNotFound", "LotNotRefundable",
     "Referral", "ReferralCaps", "ReferralLoop", "ReferralOutcome", "ReferralSettled", "Reservation",
-    "ReservationClosed", "ReservationExists", "ReservationNotFound", "SelfReferral", "UnknownInviter", "parse_invite",
+    "ReservationClosed", "ReservationExists", "ReservationNotFound", "SelfReferral", "SpentLots", "UnknownInviter",
+    "parse_invite",
 ]

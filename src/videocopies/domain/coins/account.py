@@ -47,17 +47,46 @@ class Balance:
         return self.granted == self.available + self.reserved + self.debited + self.expired + self.refunded
 
 
+@attrs.frozen
+class SpentLots:
+    """What the lots an account was loaded without add up to: spent lots, with no coin available
+    and none held, which no rule changes any more (a refund or a grant names its lot, and loads
+    it). Their coins still count in the balance."""
+
+    granted: int = 0
+    debited: int = 0
+    expired: int = 0
+    refunded: int = 0
+
+    def without(self, lot: CoinLot) -> SpentLots:
+        return SpentLots(
+            self.granted - lot.amount, self.debited - lot.debited, self.expired - lot.expired - lot.available,
+            self.refunded - lot.refunded,
+        )
+
+
 @attrs.define(slots=False, eq=False)
 class CoinAccount:
     """A user's coins, kept as lots. Orders reserve from the soonest-expiring lots,
     delivered copies are debited from the reservation, and whatever is not delivered
-    goes back to the lot it came from with that lot's own expiry."""
+    goes back to the lot it came from with that lot's own expiry.
+
+    `lots` holds at least every lot a rule can change by itself (coins available, or held by
+    an open reservation); a store may leave the spent ones out and count them in `spent`."""
 
     account_id: UserId
     lots: list[CoinLot] = attrs.Factory(list)
     reservations: dict[OrderId, Reservation] = attrs.Factory(dict)
     version: int = 0
     events: list[DomainEvent] = attrs.Factory(list)
+    spent: SpentLots = SpentLots()
+
+    def include(self, lot: CoinLot) -> None:
+        """A lot the account was loaded without, now loaded: it leaves `spent` for `lots`."""
+        if any(known.lot_id == lot.lot_id for known in self.lots):
+            raise LotExists(lot.lot_id)
+        self.lots.append(lot)
+        self.spent = self.spent.without(lot)
 
     def grant(
         self,
@@ -206,7 +235,8 @@ class CoinAccount:
     def balance(self, now: datetime) -> Balance:
         """The account as the user sees it at `now`; coins of a lot past its expiry count
         as expired even before the sweep moves them."""
-        granted = available = debited = expired = refunded = 0
+        granted, debited, expired, refunded = attrs.astuple(self.spent)
+        available = 0
         for lot in self.lots:
             granted += lot.amount
             debited += lot.debited

@@ -12,7 +12,7 @@ from videocopies.adapters.memory.store import InMemoryStore
 from videocopies.application.errors import Conflict
 from videocopies.domain.coins import CoinAccount
 from videocopies.domain.jobs import Job, JobState
-from videocopies.domain.shared import DomainEvent, JobId, OrderId
+from videocopies.domain.shared import DomainEvent, JobId, LotId, OrderId, UserId
 
 T = TypeVar("T")
 
@@ -69,6 +69,10 @@ class _Aggregates(Generic[T]):
 
 
 class _Accounts(_Aggregates[CoinAccount]):
+    async def get(self, key: UserId, lots: Sequence[LotId] = ()) -> CoinAccount | None:
+        """Every lot, spent ones too: more than the port promises, and what commit writes back."""
+        return self._load(key)
+
     async def with_lots_expiring(self, now: datetime, limit: int) -> Sequence[CoinAccount]:
         keys = [
             k for k, a in self._table.items()

@@ -1,5 +1,8 @@
 -- load_account --
--- A user's account with every lot and its open reservations, locking only this user's row.
+-- A user's account with its working lots and its open reservations, locking only this user's row.
+-- The working lots: each with coins available, each an open reservation holds from, and those
+-- named in `lots` (a payment's lot to refund, a grant's id to check), whatever their state; a
+-- spent lot stays here (migration 0027).
 -- If the row lock had to wait, the lots were read from before the other writer committed:
 -- `seen_version` (read from that same old snapshot) then differs, and the load runs again:
 -- a new statement, a new snapshot, the lock already ours.
@@ -11,7 +14,17 @@ SELECT a.version,
                    'available', l.available, 'debited', l.debited, 'expired', l.expired,
                    'refunded', l.refunded)
                  ORDER BY l.granted_at, l.lot_id), '[]')
-          FROM coin_lots l WHERE l.user_id = a.user_id) AS lots,
+          FROM (SELECT s.* FROM coin_lots s WHERE s.user_id = a.user_id AND s.available > 0
+                UNION
+                SELECT s.* FROM coin_reservations r JOIN coin_holds h ON h.order_id = r.order_id
+                  JOIN coin_lots s ON s.lot_id = h.lot_id
+                 WHERE r.user_id = a.user_id AND r.open
+                UNION
+                SELECT s.* FROM coin_lots s WHERE s.user_id = a.user_id AND s.lot_id = ANY(%(lots)s::text[])) l
+       ) AS lots,
+       (SELECT json_build_array(coalesce(sum(l.amount), 0), coalesce(sum(l.debited), 0),
+                                coalesce(sum(l.expired + l.available), 0), coalesce(sum(l.refunded), 0))
+          FROM coin_lots l WHERE l.user_id = a.user_id) AS all_lots,
        (SELECT coalesce(json_agg(json_build_object(
                    'order_id', r.order_id, 'amount', r.amount, 'debited', r.debited,
                    'released', r.released,
@@ -23,6 +36,12 @@ SELECT a.version,
   FROM coin_accounts a
  WHERE a.user_id = %(user_id)s
    FOR UPDATE OF a;
+
+-- account_lots --
+-- Lots of an account already loaded (its row locked by this transaction), asked for by id.
+SELECT lot_id, kind, amount, granted_at, expires_at, available, debited, expired, refunded
+  FROM coin_lots WHERE user_id = %(user_id)s AND lot_id = ANY(%(lots)s::text[])
+ ORDER BY granted_at, lot_id;
 
 -- insert_account --
 -- Run at commit inside videocopies_apply (migration 0023), as written here.

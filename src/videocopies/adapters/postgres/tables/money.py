@@ -49,6 +49,8 @@ coin_lots = Table(
     Index(None, "user_id"),
     # The expiry sweep looks only at lots that still hold coins and can expire.
     Index("ix_coin_lots_expiring", "expires_at", postgresql_where=text("available > 0 AND expires_at IS NOT NULL")),
+    # An account loads its lots with coins available through this, not every lot it ever had (0027).
+    Index("ix_coin_lots_spendable", "user_id", postgresql_where=text("available > 0")),
 )
 
 coin_grants = Table(
@@ -74,6 +76,8 @@ coin_reservations = Table(
     Column("open", Boolean, nullable=False),
     CheckConstraint("debited + released <= amount", name="within_amount"),
     Index(None, "user_id"),
+    # An account loads its open reservations through this, not every order it ever paid for (0027).
+    Index("ix_coin_reservations_open", "user_id", postgresql_where=text("open")),
 )
 
 coin_holds = Table(

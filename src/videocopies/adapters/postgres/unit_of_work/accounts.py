@@ -1,5 +1,7 @@
-"""Coin accounts: the aggregate loaded with its lots and open reservations, locked; at commit
-the rows that changed since the load (a snapshot of each account's children tells which)."""
+"""Coin accounts: the aggregate loaded with its working lots (those with coins available, those
+its open reservations hold from, and those a use case names) and its open reservations, locked;
+at commit the rows that changed since the load (a snapshot of each account's children tells
+which). A spent lot stays in the database unless named: it can no longer change by itself."""
 
 from __future__ import annotations
 
@@ -9,15 +11,17 @@ from typing import Any
 
 from videocopies.adapters.postgres import mappers
 from videocopies.adapters.postgres.unit_of_work.write_set import Transaction, Writes
-from videocopies.domain.coins import CoinAccount
-from videocopies.domain.shared import UserId
+from videocopies.domain.coins import CoinAccount, CoinLot
+from videocopies.domain.shared import LotId, UserId
+
+
+def _lot_snapshot(lot: CoinLot) -> tuple[Any, ...]:
+    return (lot.available, lot.debited, lot.expired, lot.refunded, lot.expires_at)
 
 
 def _account_snapshot(account: CoinAccount) -> dict[str, Any]:
     return {
-        "lots": {
-            lot.lot_id: (lot.available, lot.debited, lot.expired, lot.refunded, lot.expires_at) for lot in account.lots
-        },
+        "lots": {lot.lot_id: _lot_snapshot(lot) for lot in account.lots},
         "reservations": {
             r.order_id: (r.debited, r.released, r.open, tuple(h.held for h in r.holds), frozenset(r.debit_keys))
             for r in account.reservations.values()
@@ -32,15 +36,25 @@ class PostgresAccounts:
         self.added: dict[UserId, CoinAccount] = {}
         self.absent: set[UserId] = set()  # prefetched and not there: no second look
 
-    async def get(self, user_id: UserId) -> CoinAccount | None:
+    async def get(self, user_id: UserId, lots: Sequence[LotId] = ()) -> CoinAccount | None:
         if user_id in self.added:
             return self.added[user_id]
         if user_id in self.loaded:
-            return self.loaded[user_id][0]
+            account, _, snapshot = self.loaded[user_id]
+            if missing := [lot for lot in dict.fromkeys(lots) if lot not in snapshot["lots"]]:
+                await self._add_lots(account, snapshot, missing)
+            return account
         if user_id in self.absent:
             return None
-        row = await self._uow.locked_fetchone("load_account", {"user_id": user_id})
+        row = await self._uow.locked_fetchone("load_account", {"user_id": user_id, "lots": list(lots)})
         return None if row is None else self.remember(user_id, row)
+
+    async def _add_lots(self, account: CoinAccount, snapshot: dict[str, Any], lot_ids: list[LotId]) -> None:
+        """Lots named after the account was loaded (its row is locked already): added as loaded."""
+        rows = await self._uow.fetchall("account_lots", {"user_id": account.account_id, "lots": lot_ids})
+        for lot in mappers.lots_from_rows(rows):
+            account.include(lot)
+            snapshot["lots"][lot.lot_id] = _lot_snapshot(lot)
 
     def remember(self, user_id: UserId, row: dict[str, Any]) -> CoinAccount:
         account = mappers.account_from_row(user_id, row)

@@ -32,7 +32,7 @@ from videocopies.adapters.system import SystemClock
 from videocopies.application.ports import Clock
 from videocopies.application.use_cases.announcements import outbox_rows
 from videocopies.domain.receipts import Receipt
-from videocopies.domain.shared import DomainEvent, JobId, OrderId, UserId
+from videocopies.domain.shared import DomainEvent, JobId, LotId, OrderId, UserId
 
 _IDLE = psycopg.pq.TransactionStatus.IDLE
 _FAILED = psycopg.pq.TransactionStatus.INERROR
@@ -145,12 +145,13 @@ class PostgresUnitOfWork:
         jobs: Sequence[JobId] = (),
         receipts: Sequence[str] = (),
         referrals: Sequence[UserId] = (),
+        lots: Sequence[LotId] = (),
         their_orders: bool = False,
         their_accounts: bool = False,
     ) -> None:
         """Lock and load all of these in one round trip (videocopies_load): the first read of the
         unit of work also carries its BEGIN. Locks go jobs, orders, accounts, referrals, each
-        kind in id order."""
+        kind in id order. Accounts come with their working lots and `lots` (migration 0027)."""
         if their_orders:  # jobs loaded earlier bring their orders from here
             orders = [*orders, *(job.order_id for j in jobs if (job := self.jobs.known(j)) is not None)]
         if their_accounts:
@@ -164,10 +165,13 @@ class PostgresUnitOfWork:
         }
         reads = {key: ids for key, ids in reads.items() if ids}
         if reads:
-            await self.read(reads | {"their_orders": their_orders, "their_accounts": their_accounts})
+            flags = {"their_orders": their_orders, "their_accounts": their_accounts}
+            await self.read(reads | flags | {"lots": list(dict.fromkeys(lots))})
 
     async def read(self, reads: dict[str, Any]) -> dict[str, Any]:
-        """One call of videocopies_load; what it finds is remembered by the repositories."""
+        """One call of videocopies_load; what it finds is remembered by the repositories. Accounts
+        come with their working lots and those named in `lots`, never every lot (the key asks)."""
+        reads = {"lots": []} | reads
         try:
             found = await self._load(write_set.load_statement(self.conn, reads))
         except psycopg.Error as error:

@@ -1,0 +1,192 @@
+"""An account is loaded with the lots its rules can touch, not with every lot it ever had: each
+lot with coins available, each lot an open reservation holds from, and the lots the caller names
+by id (a payment's lot to refund, a grant's lot id to check). A spent lot (nothing available,
+nothing held) is left in the database: a user's thousandth purchase no longer loads the other
+999 at every confirmation and completion. What every lot adds up to (`all_lots`: granted,
+debited, expired or available, refunded) comes beside them, so the balance stays whole.
+
+- `videocopies_load` takes a new key, `lots`: lot ids to load whatever their state. With the key
+  the accounts come with their working lots and those; without it (code of level 10) with every
+  lot, as before, so both levels run on this schema.
+- `ix_coin_lots_spendable` (user_id, lots with coins available) and `ix_coin_reservations_open`
+  (user_id, open reservations): the working lots and the open reservations are found without
+  walking every lot and every reservation the user ever had.
+
+The function is emitted whole, as it stands after this revision; downgrade emits 0022's whole.
+
+Revision ID: 0027
+Revises: 0026
+"""
+
+import importlib.util
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0027"
+down_revision = "0026"
+branch_labels = None
+depends_on = None
+
+code_levels = (10, 11)  # level 11 asks for `lots` and loads the working lots; level 10 never asks
+
+LOAD = r"""
+CREATE OR REPLACE FUNCTION videocopies_load(reads jsonb) RETURNS json
+LANGUAGE plpgsql
+-- Every read here is by key or along a partial index, so one generic plan per statement serves
+-- every call: planned once per session. Left to choose, PL/pgSQL kept planning most statements
+-- on every call (their generic cost, with arrays of unknown length, looked dearer), about 40 %
+-- of the function's time. And a plan made while a table was small (a fresh database: receipts
+-- empty) would scan the table on every call after it grew, until the next ANALYZE: without
+-- sequential scans that plan is never made.
+SET enable_seqscan TO off
+SET plan_cache_mode TO force_generic_plan
+AS $fn$
+DECLARE
+    claim jsonb := reads->'claim';
+    claimed text[] := '{}';
+    job_ids text[];
+    order_ids text[];
+    user_ids bigint[];
+    invitees bigint[];
+    receipt_ids text[];
+    lot_ids text[];  -- NULL: every lot of each account (code of level 10 asks no `lots`)
+    found_receipts json := '[]';
+    found_jobs json;
+    found_orders json;
+    found_accounts json;
+    found_referrals json := '[]';
+BEGIN
+    IF reads ? 'receipts' THEN
+        receipt_ids := ARRAY(SELECT jsonb_array_elements_text(reads->'receipts'));
+        SELECT coalesce(json_agg(json_build_object('receipt_id', r.receipt_id, 'fingerprint', r.fingerprint,
+                                                   'result', r.result)), '[]')
+          INTO found_receipts
+          FROM receipts r WHERE r.receipt_id = ANY(receipt_ids);
+    END IF;
+
+    IF claim IS NOT NULL THEN
+        WITH lapsed AS (
+            SELECT j.job_id FROM jobs j
+             WHERE j.state = 'leased' AND j.lease_until <= (claim->>'now')::timestamptz
+               AND j.source_bytes <= coalesce((claim->>'max_bytes')::bigint, j.source_bytes)
+             ORDER BY j.lease_until LIMIT (claim->>'limit')::integer FOR UPDATE SKIP LOCKED
+        ), queued AS (
+            SELECT j.job_id FROM jobs j
+             WHERE j.state = 'queued'
+               AND j.source_bytes <= coalesce((claim->>'max_bytes')::bigint, j.source_bytes)
+             ORDER BY j.created_at, j.job_id LIMIT (claim->>'limit')::integer FOR UPDATE SKIP LOCKED
+        )
+        -- Lapsed first: UNION ALL reads its arms in turn and stops at the limit, so queued rows
+        -- are locked only as far as they are taken.
+        SELECT coalesce(array_agg(t.job_id), '{}') INTO claimed
+          FROM (SELECT job_id FROM lapsed UNION ALL SELECT job_id FROM queued
+                LIMIT (claim->>'limit')::integer) t;
+    END IF;
+
+    job_ids := ARRAY(SELECT DISTINCT id FROM jsonb_array_elements_text(coalesce(reads->'jobs', '[]')) AS id
+                      WHERE id <> ALL(claimed) ORDER BY id);
+    PERFORM 1 FROM jobs j WHERE j.job_id = ANY(job_ids) ORDER BY j.job_id FOR UPDATE;
+    job_ids := claimed || job_ids;
+    SELECT coalesce(json_agg(to_jsonb(j) || jsonb_build_object(
+               'checkpoints', (SELECT coalesce(jsonb_agg(to_jsonb(c) ORDER BY c.idx), '[]')
+                                 FROM job_checkpoints c WHERE c.job_id = j.job_id))), '[]')
+      INTO found_jobs
+      FROM jobs j WHERE j.job_id = ANY(job_ids);
+
+    order_ids := ARRAY(SELECT DISTINCT id FROM (
+                           SELECT jsonb_array_elements_text(coalesce(reads->'orders', '[]')) AS id
+                           UNION ALL
+                           SELECT j.order_id FROM jobs j
+                            WHERE coalesce((reads->>'their_orders')::boolean, false) AND j.job_id = ANY(job_ids)
+                       ) wanted ORDER BY id);
+    PERFORM 1 FROM orders o WHERE o.order_id = ANY(order_ids) ORDER BY o.order_id FOR UPDATE;
+    SELECT coalesce(json_agg(row_to_json(o)), '[]') INTO found_orders
+      FROM orders o WHERE o.order_id = ANY(order_ids);
+
+    user_ids := ARRAY(SELECT DISTINCT id FROM (
+                          SELECT jsonb_array_elements_text(coalesce(reads->'accounts', '[]'))::bigint AS id
+                          UNION ALL
+                          SELECT o.user_id FROM orders o
+                           WHERE coalesce((reads->>'their_accounts')::boolean, false) AND o.order_id = ANY(order_ids)
+                      ) wanted ORDER BY id);
+    PERFORM 1 FROM coin_accounts a WHERE a.user_id = ANY(user_ids) ORDER BY a.user_id FOR UPDATE;
+    IF reads ? 'lots' THEN
+        lot_ids := ARRAY(SELECT jsonb_array_elements_text(reads->'lots'));
+    END IF;
+    SELECT coalesce(json_agg(json_build_object(
+               'user_id', a.user_id,
+               'version', a.version,
+               'lots', (SELECT coalesce(json_agg(json_build_object(
+                                   'lot_id', l.lot_id, 'kind', l.kind, 'amount', l.amount,
+                                   'granted_at', l.granted_at, 'expires_at', l.expires_at,
+                                   'available', l.available, 'debited', l.debited, 'expired', l.expired,
+                                   'refunded', l.refunded)
+                                 ORDER BY l.granted_at, l.lot_id), '[]')
+                          FROM (SELECT s.* FROM coin_lots s WHERE s.user_id = a.user_id AND s.available > 0
+                                UNION
+                                SELECT s.* FROM coin_reservations r JOIN coin_holds h ON h.order_id = r.order_id
+                                  JOIN coin_lots s ON s.lot_id = h.lot_id
+                                 WHERE r.user_id = a.user_id AND r.open
+                                UNION
+                                SELECT s.* FROM coin_lots s WHERE s.user_id = a.user_id AND s.lot_id = ANY(lot_ids)
+                                UNION
+                                SELECT s.* FROM coin_lots s WHERE lot_ids IS NULL AND s.user_id = a.user_id) l),
+               'all_lots', (SELECT json_build_array(coalesce(sum(l.amount), 0), coalesce(sum(l.debited), 0),
+                                                    coalesce(sum(l.expired + l.available), 0),
+                                                    coalesce(sum(l.refunded), 0))
+                              FROM coin_lots l WHERE l.user_id = a.user_id),
+               'reservations', (SELECT coalesce(json_agg(json_build_object(
+                                   'order_id', r.order_id, 'amount', r.amount, 'debited', r.debited,
+                                   'released', r.released,
+                                   'holds', (SELECT coalesce(json_agg(json_build_array(h.lot_id, h.held)
+                                                                      ORDER BY h.seq), '[]')
+                                               FROM coin_holds h WHERE h.order_id = r.order_id),
+                                   'keys', (SELECT coalesce(json_agg(d.key), '[]')
+                                              FROM coin_debits d WHERE d.order_id = r.order_id))), '[]')
+                                  FROM coin_reservations r WHERE r.user_id = a.user_id AND r.open))), '[]')
+      INTO found_accounts
+      FROM coin_accounts a WHERE a.user_id = ANY(user_ids);
+
+    IF reads ? 'referrals' THEN
+        invitees := ARRAY(SELECT DISTINCT id::bigint
+                            FROM jsonb_array_elements_text(reads->'referrals') AS id ORDER BY 1);
+        SELECT coalesce(json_agg(row_to_json(r)), '[]') INTO found_referrals
+          FROM (SELECT * FROM referrals WHERE invitee = ANY(invitees) AND outcome IS NULL
+                 ORDER BY invitee FOR UPDATE) r;
+    END IF;
+
+    RETURN json_build_object('receipts', found_receipts, 'claimed', to_json(claimed), 'jobs', found_jobs,
+                             'orders', found_orders, 'accounts', found_accounts,
+                             'account_ids', to_json(user_ids), 'referrals', found_referrals);
+END
+$fn$
+"""
+
+
+def _previous() -> str:
+    """0022's function, as that revision froze it."""
+    path = Path(__file__).with_name("0022_load_in_one_trip.py")
+    spec = importlib.util.spec_from_file_location("_revision_0022", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text: str = module.LOAD
+    return text
+
+
+def upgrade() -> None:
+    op.create_index(
+        "ix_coin_lots_spendable", "coin_lots", ["user_id"], postgresql_where=sa.text("available > 0")
+    )
+    op.create_index(
+        "ix_coin_reservations_open", "coin_reservations", ["user_id"], postgresql_where=sa.text("open")
+    )
+    op.execute(LOAD)
+
+
+def downgrade() -> None:
+    op.execute(_previous())
+    op.drop_index("ix_coin_reservations_open", table_name="coin_reservations")
+    op.drop_index("ix_coin_lots_spendable", table_name="coin_lots")
