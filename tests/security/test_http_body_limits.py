@@ -57,9 +57,26 @@ def push(port: int, path: str, token: str | None, chunked: bool, total: int = BO
                     count = sock.send(pending)
                     sent, pending = sent + count, pending[count:]
             except (BrokenPipeError, ConnectionResetError):
+                # Core answered and closed with our body unread, so its kernel reset the
+                # connection; the answer may already wait in our receive queue (send saw the
+                # reset before select saw the answer). Read it rather than lose it.
+                answer += _left_to_read(sock)
                 break
     status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else None
     return status, sent
+
+
+def _left_to_read(sock: socket.socket) -> bytes:
+    """What the peer sent before its reset, still queued in this socket."""
+    left = b""
+    while True:
+        try:
+            data = sock.recv(64 * KIB)
+        except (BlockingIOError, ConnectionResetError, BrokenPipeError):
+            return left
+        if not data:
+            return left
+        left += data
 
 
 def rss(pid: int) -> int:
