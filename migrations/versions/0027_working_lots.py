@@ -10,9 +10,10 @@ debited, expired or available, refunded) comes beside them, so the balance stays
   lot, as before, so both levels run on this schema.
 - A kind of row nobody asked for (a confirmation asks for no job, a claim for no account) is
   passed over without running its statements: each costs the server about a short read.
-- `ix_coin_lots_spendable` (user_id, lots with coins available) and `ix_coin_reservations_open`
-  (user_id, open reservations): the working lots and the open reservations are found without
-  walking every lot and every reservation the user ever had.
+- The lots are read in one pass that builds objects for the working ones only and adds every
+  one into `all_lots`: a spent lot costs an index entry and a sum, not an object in each
+  language. `ix_coin_reservations_open` (user_id, open reservations): the open reservations are
+  found without walking every reservation the user ever had.
 
 The function is emitted whole, as it stands after this revision; downgrade emits 0022's whole.
 
@@ -141,25 +142,8 @@ BEGIN
         SELECT coalesce(json_agg(json_build_object(
                    'user_id', a.user_id,
                    'version', a.version,
-                   'lots', (SELECT coalesce(json_agg(json_build_object(
-                                       'lot_id', l.lot_id, 'kind', l.kind, 'amount', l.amount,
-                                       'granted_at', l.granted_at, 'expires_at', l.expires_at,
-                                       'available', l.available, 'debited', l.debited, 'expired', l.expired,
-                                       'refunded', l.refunded)
-                                     ORDER BY l.granted_at, l.lot_id), '[]')
-                              FROM (SELECT s.* FROM coin_lots s WHERE s.user_id = a.user_id AND s.available > 0
-                                    UNION
-                                    SELECT s.* FROM coin_reservations r JOIN coin_holds h ON h.order_id = r.order_id
-                                      JOIN coin_lots s ON s.lot_id = h.lot_id
-                                     WHERE r.user_id = a.user_id AND r.open
-                                    UNION
-                                    SELECT s.* FROM coin_lots s WHERE s.user_id = a.user_id AND s.lot_id = ANY(lot_ids)
-                                    UNION
-                                    SELECT s.* FROM coin_lots s WHERE lot_ids IS NULL AND s.user_id = a.user_id) l),
-                   'all_lots', (SELECT json_build_array(coalesce(sum(l.amount), 0), coalesce(sum(l.debited), 0),
-                                                        coalesce(sum(l.expired + l.available), 0),
-                                                        coalesce(sum(l.refunded), 0))
-                                  FROM coin_lots l WHERE l.user_id = a.user_id),
+                   'lots', w.lots,
+                   'all_lots', w.all_lots,
                    'reservations', (SELECT coalesce(json_agg(json_build_object(
                                        'order_id', r.order_id, 'amount', r.amount, 'debited', r.debited,
                                        'released', r.released,
@@ -170,7 +154,25 @@ BEGIN
                                                   FROM coin_debits d WHERE d.order_id = r.order_id))), '[]')
                                       FROM coin_reservations r WHERE r.user_id = a.user_id AND r.open))), '[]')
           INTO found_accounts
-          FROM coin_accounts a WHERE a.user_id = ANY(user_ids);
+          FROM coin_accounts a,
+               -- One pass over the account's lots: the working ones as objects, every one in the
+               -- totals. The held lots' ids are read only when a lot with nothing available is met.
+               LATERAL (SELECT coalesce(json_agg(json_build_object(
+                                   'lot_id', l.lot_id, 'kind', l.kind, 'amount', l.amount,
+                                   'granted_at', l.granted_at, 'expires_at', l.expires_at,
+                                   'available', l.available, 'debited', l.debited, 'expired', l.expired,
+                                   'refunded', l.refunded)
+                                 ORDER BY l.granted_at, l.lot_id)
+                                 FILTER (WHERE lot_ids IS NULL OR l.available > 0 OR l.lot_id = ANY(lot_ids)
+                                            OR l.lot_id = ANY(ARRAY(
+                                                   SELECT h.lot_id FROM coin_reservations r
+                                                     JOIN coin_holds h ON h.order_id = r.order_id
+                                                    WHERE r.user_id = a.user_id AND r.open))), '[]') AS lots,
+                               json_build_array(coalesce(sum(l.amount), 0), coalesce(sum(l.debited), 0),
+                                                coalesce(sum(l.expired + l.available), 0),
+                                                coalesce(sum(l.refunded), 0)) AS all_lots
+                          FROM coin_lots l WHERE l.user_id = a.user_id) w
+         WHERE a.user_id = ANY(user_ids);
     END IF;
 
     IF reads ? 'referrals' THEN
@@ -202,9 +204,6 @@ def _previous() -> str:
 
 def upgrade() -> None:
     op.create_index(
-        "ix_coin_lots_spendable", "coin_lots", ["user_id"], postgresql_where=sa.text("available > 0")
-    )
-    op.create_index(
         "ix_coin_reservations_open", "coin_reservations", ["user_id"], postgresql_where=sa.text("open")
     )
     op.execute(LOAD)
@@ -213,4 +212,3 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute(_previous())
     op.drop_index("ix_coin_reservations_open", table_name="coin_reservations")
-    op.drop_index("ix_coin_lots_spendable", table_name="coin_lots")

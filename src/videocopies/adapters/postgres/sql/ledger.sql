@@ -8,23 +8,7 @@
 -- a new statement, a new snapshot, the lock already ours.
 SELECT a.version,
        (SELECT s.version FROM coin_accounts s WHERE s.user_id = a.user_id) AS seen_version,
-       (SELECT coalesce(json_agg(json_build_object(
-                   'lot_id', l.lot_id, 'kind', l.kind, 'amount', l.amount,
-                   'granted_at', l.granted_at, 'expires_at', l.expires_at,
-                   'available', l.available, 'debited', l.debited, 'expired', l.expired,
-                   'refunded', l.refunded)
-                 ORDER BY l.granted_at, l.lot_id), '[]')
-          FROM (SELECT s.* FROM coin_lots s WHERE s.user_id = a.user_id AND s.available > 0
-                UNION
-                SELECT s.* FROM coin_reservations r JOIN coin_holds h ON h.order_id = r.order_id
-                  JOIN coin_lots s ON s.lot_id = h.lot_id
-                 WHERE r.user_id = a.user_id AND r.open
-                UNION
-                SELECT s.* FROM coin_lots s WHERE s.user_id = a.user_id AND s.lot_id = ANY(%(lots)s::text[])) l
-       ) AS lots,
-       (SELECT json_build_array(coalesce(sum(l.amount), 0), coalesce(sum(l.debited), 0),
-                                coalesce(sum(l.expired + l.available), 0), coalesce(sum(l.refunded), 0))
-          FROM coin_lots l WHERE l.user_id = a.user_id) AS all_lots,
+       w.lots, w.all_lots,
        (SELECT coalesce(json_agg(json_build_object(
                    'order_id', r.order_id, 'amount', r.amount, 'debited', r.debited,
                    'released', r.released,
@@ -33,7 +17,24 @@ SELECT a.version,
                    'keys', (SELECT coalesce(json_agg(d.key), '[]')
                               FROM coin_debits d WHERE d.order_id = r.order_id))), '[]')
           FROM coin_reservations r WHERE r.user_id = a.user_id AND r.open) AS reservations
-  FROM coin_accounts a
+  FROM coin_accounts a,
+       -- One pass over the account's lots: the working ones as objects, every one in the totals.
+       -- The held lots' ids are read only when a lot with nothing available is met.
+       LATERAL (SELECT coalesce(json_agg(json_build_object(
+                           'lot_id', l.lot_id, 'kind', l.kind, 'amount', l.amount,
+                           'granted_at', l.granted_at, 'expires_at', l.expires_at,
+                           'available', l.available, 'debited', l.debited, 'expired', l.expired,
+                           'refunded', l.refunded)
+                         ORDER BY l.granted_at, l.lot_id)
+                         FILTER (WHERE l.available > 0 OR l.lot_id = ANY(%(lots)s::text[])
+                                    OR l.lot_id = ANY(ARRAY(
+                                           SELECT h.lot_id FROM coin_reservations r
+                                             JOIN coin_holds h ON h.order_id = r.order_id
+                                            WHERE r.user_id = a.user_id AND r.open))), '[]') AS lots,
+                       json_build_array(coalesce(sum(l.amount), 0), coalesce(sum(l.debited), 0),
+                                        coalesce(sum(l.expired + l.available), 0),
+                                        coalesce(sum(l.refunded), 0)) AS all_lots
+                  FROM coin_lots l WHERE l.user_id = a.user_id) w
  WHERE a.user_id = %(user_id)s
    FOR UPDATE OF a;
 

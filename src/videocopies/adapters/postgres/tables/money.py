@@ -49,8 +49,6 @@ coin_lots = Table(
     Index(None, "user_id"),
     # The expiry sweep looks only at lots that still hold coins and can expire.
     Index("ix_coin_lots_expiring", "expires_at", postgresql_where=text("available > 0 AND expires_at IS NOT NULL")),
-    # An account loads its lots with coins available through this, not every lot it ever had (0027).
-    Index("ix_coin_lots_spendable", "user_id", postgresql_where=text("available > 0")),
 )
 
 coin_grants = Table(
