@@ -91,6 +91,19 @@ async def test_a_lot_named_after_the_load_joins_the_account_and_leaves_the_spent
             again = await uow.accounts.get(USER, [LotId("old-9")])
             assert again is account and [lot.lot_id for lot in account.lots] == ["old-9"]
             assert account.balance(now) == before and before.granted == 10 * SPENT
+            # Named again, found or not, a lot is not looked for a second time in the transaction.
+            reads = 0
+            fetchall = uow.fetchall
+
+            async def counted(query: str, params: dict[str, object]) -> list[dict[str, object]]:
+                nonlocal reads
+                reads += 1
+                return await fetchall(query, params)
+
+            uow.fetchall = counted  # type: ignore[method-assign]
+            await uow.accounts.get(USER, [LotId("old-9"), LotId("no-such-lot")])
+            await uow.accounts.get(USER, [LotId("old-9"), LotId("no-such-lot")])
+            assert reads == 1 and len(account.lots) == 1
     finally:
         await pool.close()
 

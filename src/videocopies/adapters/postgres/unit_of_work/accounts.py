@@ -35,18 +35,22 @@ class PostgresAccounts:
         self.loaded: dict[UserId, tuple[CoinAccount, int, dict[str, Any]]] = {}
         self.added: dict[UserId, CoinAccount] = {}
         self.absent: set[UserId] = set()  # prefetched and not there: no second look
+        self.named: dict[UserId, set[LotId]] = {}  # lots asked for by id, found or not: no second look
 
     async def get(self, user_id: UserId, lots: Sequence[LotId] = ()) -> CoinAccount | None:
         if user_id in self.added:
             return self.added[user_id]
         if user_id in self.loaded:
             account, _, snapshot = self.loaded[user_id]
-            if missing := [lot for lot in dict.fromkeys(lots) if lot not in snapshot["lots"]]:
+            asked = self.named.setdefault(user_id, set())
+            if missing := [lot for lot in dict.fromkeys(lots) if lot not in snapshot["lots"] and lot not in asked]:
                 await self._add_lots(account, snapshot, missing)
+                asked.update(missing)
             return account
         if user_id in self.absent:
             return None
         row = await self._uow.locked_fetchone("load_account", {"user_id": user_id, "lots": list(lots)})
+        self.named.setdefault(user_id, set()).update(lots)
         return None if row is None else self.remember(user_id, row)
 
     async def _add_lots(self, account: CoinAccount, snapshot: dict[str, Any], lot_ids: list[LotId]) -> None:

@@ -192,6 +192,8 @@ class PostgresUnitOfWork:
         self.accounts.absent.update(
             UserId(a) for a in found["account_ids"] if a not in self.accounts.loaded and a not in self.accounts.added
         )
+        for user_id in found["account_ids"]:  # the lots named were read with these accounts, found or not
+            self.accounts.named.setdefault(UserId(user_id), set()).update(reads["lots"])
         for row in found["referrals"]:
             self.referrals.known[UserId(row["invitee"])] = referral_from_row(row)
         self.referrals.known.update((i, None) for i in reads.get("referrals", ()) if i not in self.referrals.known)
