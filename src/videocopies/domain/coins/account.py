@@ -235,7 +235,8 @@ class CoinAccount:
     def balance(self, now: datetime) -> Balance:
         """The account as the user sees it at `now`; coins of a lot past its expiry count
         as expired even before the sweep moves them."""
-        granted, debited, expired, refunded = attrs.astuple(self.spent)
+        spent = self.spent
+        granted, debited, expired, refunded = spent.granted, spent.debited, spent.expired, spent.refunded
         available = 0
         for lot in self.lots:
             granted += lot.amount
