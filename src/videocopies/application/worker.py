@@ -31,6 +31,8 @@ from videocopies.domain.quality import QualityThresholds
 from videocopies.domain.shared import WorkerId
 
 log = logging.getLogger(__name__)
+# How long a job's last word waits for a renewal or figure already sent (their HTTP calls time out later).
+_IN_FLIGHT_S = 5.0
 
 
 class CancelRequested(Exception):
@@ -154,28 +156,43 @@ class Worker:
         render = asyncio.create_task(self._render(job, workdir, progress))
         renewer = asyncio.create_task(self._keep_lease(job, render, stop, outcome))
         reporter = asyncio.create_task(progress.run(stop))
+
+        async def last_word() -> None:
+            """No renewal or figure after the job's last word (its completion, failure or cancel),
+            and none still travelling: one already sent lands first. Sent on after the lease is
+            gone, it would reach core as a refused write, the figure operators read as zombies."""
+            stop.set()
+            _, late = await asyncio.wait([renewer, reporter], timeout=_IN_FLIGHT_S)
+            for task in late:
+                task.cancel()
+
         try:
             await render
-            reporter.cancel()  # no figure after the last copy: the order's end is the last word
+            await last_word()
             return await self._finish(job, "done")
         except asyncio.CancelledError:
             if outcome["why"] == "cancel":
+                await last_word()
                 await self._leases.acknowledge_cancel(job.job_id, job.token)
                 return "cancelled"
             if outcome["why"] == "lease_lost":
                 return "lease_lost"  # someone else owns the job now: write nothing
             if outcome["why"] == "shutdown":
+                await last_word()
                 return await self._finish(job, "failed", reason="the worker was stopped", retryable=True)
             raise
         except CancelRequested:
+            await last_word()
             await self._leases.acknowledge_cancel(job.job_id, job.token)
             return "cancelled"
         except LeaseLost:
             return "lease_lost"
         except BadSource as bad:
+            await last_word()
             return await self._finish(job, "failed", reason=f"bad source: {bad.reason}", retryable=False)
         except Exception as error:  # noqa: BLE001 - any other failure is retried elsewhere
             log.warning("job %s failed: %r", job.job_id, error)
+            await last_word()
             return await self._finish(job, "failed", reason=f"{type(error).__name__}: {error}", retryable=True)
         finally:
             stop.set()

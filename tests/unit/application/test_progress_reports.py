@@ -78,3 +78,49 @@ async def test_a_delivered_copy_moves_the_progress_message_and_a_closed_order_do
     await asyncio.wait_for(running, 5)
     closed = [m.payload for m in rig.store.outbox.values() if m.kind == "order_closed"]
     assert closed[0]["state"] == "cancelled" and closed[0]["charged"] == 4
+
+
+class InFlight(InProcessJobLeases):
+    """Renewals and progress reports that take a while to reach core, and reach it even when
+    the worker stops waiting for them: what a request already sent over HTTP does."""
+
+    def __init__(self, *args: object, delay_s: float = 0.05) -> None:
+        super().__init__(*args)  # type: ignore[arg-type]
+        self.delay_s = delay_s
+        self._sent: set[asyncio.Task[object]] = set()
+
+    async def _arrive(self, call):  # type: ignore[no-untyped-def]
+        async def later():  # type: ignore[no-untyped-def]
+            await asyncio.sleep(self.delay_s)
+            return await call()
+        task = asyncio.ensure_future(later())
+        self._sent.add(task)
+        task.add_done_callback(self._sent.discard)
+        return await asyncio.shield(task)
+
+    async def renew(self, job_id, token):  # type: ignore[no-untyped-def]
+        return await self._arrive(lambda: InProcessJobLeases.renew(self, job_id, token))
+
+    async def progress(self, job_id, token, index, percent):  # type: ignore[no-untyped-def]
+        return await self._arrive(lambda: InProcessJobLeases.progress(self, job_id, token, index, percent))
+
+    async def landed(self) -> None:
+        while self._sent:
+            await asyncio.gather(*self._sent, return_exceptions=True)
+
+
+async def test_a_report_or_renewal_in_flight_lands_before_the_job_ends_so_none_is_refused(tmp_path: Path) -> None:
+    """The job's last word (its completion) goes after whatever the worker already sent about it;
+    otherwise that report reaches core after the lease is gone and counts as a refused write,
+    the figure operators read as zombie workers."""
+    rig = Rig(tmp_path / "work")
+    for _ in range(3):
+        await rig.order(5)
+    leases = InFlight(rig.cases, WorkerId("w1"))
+    settings = WorkerSettings(WorkerId("w1"), rig.root, renew_every_s=0.01, progress_every_s=0.01)
+    w = Worker(leases, StoreJobFiles(rig.objects), SlowTranscoder(steps=4), ScriptedProber(), rig.disk, settings)
+    for _ in range(3):
+        assert await w.run_once()
+    await leases.landed()
+    assert [m.payload["state"] for m in rig.store.outbox.values() if m.kind == "order_closed"] == ["done"] * 3
+    assert rig.store.refusals == []
