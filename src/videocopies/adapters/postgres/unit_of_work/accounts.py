@@ -60,6 +60,17 @@ class PostgresAccounts:
             account.include(lot)
             snapshot["lots"][lot.lot_id] = _lot_snapshot(lot)
 
+    def remember_found(self, rows: list[dict[str, Any]], asked: list[int], lots: list[LotId]) -> None:
+        """What one videocopies_load found: the accounts not known yet, those `asked` and missing,
+        and the `lots` named, read with every account asked, found or not."""
+        for row in rows:
+            user_id = UserId(row["user_id"])
+            if user_id not in self.loaded and user_id not in self.added:
+                self.remember(user_id, row)
+        self.absent.update(UserId(a) for a in asked if a not in self.loaded and a not in self.added)
+        for asked_id in asked:
+            self.named.setdefault(UserId(asked_id), set()).update(lots)
+
     def remember(self, user_id: UserId, row: dict[str, Any]) -> CoinAccount:
         account = mappers.account_from_row(user_id, row)
         self.loaded[user_id] = (account, account.version, _account_snapshot(account))

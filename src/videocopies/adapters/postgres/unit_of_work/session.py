@@ -185,15 +185,7 @@ class PostgresUnitOfWork:
         for row in found["orders"]:
             if row["order_id"] not in self.orders.loaded and row["order_id"] not in self.orders.added:
                 self.orders.remember(row)
-        for row in found["accounts"]:
-            user_id = UserId(row["user_id"])
-            if user_id not in self.accounts.loaded and user_id not in self.accounts.added:
-                self.accounts.remember(user_id, row)
-        self.accounts.absent.update(
-            UserId(a) for a in found["account_ids"] if a not in self.accounts.loaded and a not in self.accounts.added
-        )
-        for user_id in found["account_ids"]:  # the lots named were read with these accounts, found or not
-            self.accounts.named.setdefault(UserId(user_id), set()).update(reads["lots"])
+        self.accounts.remember_found(found["accounts"], found["account_ids"], reads["lots"])
         for row in found["referrals"]:
             self.referrals.known[UserId(row["invitee"])] = referral_from_row(row)
         self.referrals.known.update((i, None) for i in reads.get("referrals", ()) if i not in self.referrals.known)
