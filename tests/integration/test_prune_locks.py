@@ -153,8 +153,14 @@ async def test_only_row_locks_and_a_writer_waits_at_most_a_batch(bulk: str, pool
 
     assert pruned > ROWS  # about half of every table
     assert locks <= {"AccessShareLock", "RowShareLock", "RowExclusiveLock"}, locks
-    # A writer waits for at most about one batch: a small part of the time a whole table's
-    # pruning takes (all of it, were a table pruned in one statement), measured in this run.
+    # A writer waits for at most about one batch, measured in this run: under a third of the
+    # time the longest table took (all of which it would wait, were a table pruned in one
+    # statement or one transaction) or, when one batch ran slow (a disk flush stalled under
+    # the suite's load), no longer than that batch and a little for the writer's own commit.
     longest_table = max(sum(times) for times in batches.values())
+    slowest_batch = max(max(times) for times in batches.values() if times)
+    assert min(len(times) for times in batches.values()) > 2, batches  # in batches, not one statement
     assert len(writer_waits) > 30
-    assert max(writer_waits) < longest_table / 3, (max(writer_waits), {t.value: b for t, b in batches.items()})
+    assert max(writer_waits) < max(longest_table / 3, slowest_batch + 0.03), (
+        max(writer_waits), {t.value: b for t, b in batches.items()}
+    )
