@@ -1,6 +1,6 @@
 """The peer for bench/queue_throughput.py: pgqueuer draining no-op jobs on the same server.
 
-pgqueuer (the `bench` dependency group: `uv sync --frozen --group bench`) runs with its
+pgqueuer (the `bench` dependency group, installed by default) runs with its
 psycopg driver, its schema installed by its own installer into a database of its own, and
 its defaults everywhere but the two figures the comparison fixes: `batch_size=10` (its
 default too) and `mode=drain`, so each process stops when the queue is empty, as ours

@@ -15,7 +15,7 @@ over it, and `floor_ratio_to_pgqueuer` says how far any implementation of these 
 against pgqueuer on this server. Then a trickle of jobs at a steady rate measures how long a parked claimer
 takes to get new work (LISTEN/NOTIFY on a direct connection).
 
-Needs the `bench` dependency group for the peer (`uv sync --frozen --group bench`);
+Needs the `bench` dependency group for the peer (installed by default; `uv sync --no-group bench` leaves it out);
 `--no-peer` runs without it. Prints one JSON line.
 
     uv run python bench/queue_throughput.py [--jobs 10000] [--trickle 200 --rate 20] [--no-peer]
@@ -212,7 +212,7 @@ def main() -> None:
     parser.add_argument("--no-peer", action="store_true", help="skip pgqueuer (without the bench group)")
     args = parser.parse_args()
     if not args.no_peer and not queue_peer.available():
-        sys.exit("pgqueuer is not installed: `uv sync --frozen --group bench`, or run with --no-peer")
+        sys.exit("pgqueuer is not installed: `uv sync --frozen` (bench is a default group), or run with --no-peer")
     runs = []
     peer: dict[str, Any] = {}
     with server() as pg:
