@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import attrs
 import pytest
 
 from videocopies.application import use_cases as uc
@@ -14,6 +15,7 @@ from videocopies.domain.jobs import CopyArtifact, LeaseLost
 from videocopies.domain.orders import OrderState
 from videocopies.domain.payments import PaymentMismatch, ProviderTransaction
 from videocopies.domain.pricing import QuoteAlreadyUsed, QuoteExpired, QuoteForged
+from videocopies.domain.quality import CopyQuality
 from videocopies.domain.receipts import ReceiptConflict
 from videocopies.domain.shared import UserId, WorkerId
 
@@ -123,6 +125,24 @@ async def test_zombie_writes_are_refused_and_counted(backend: Backend) -> None:
         assert await uow.refusals.count() == 4
         job = await uow.jobs.get(first.job_id)
         assert set(job.checkpoints) == {0}
+
+
+async def test_a_takeover_is_told_how_the_copies_made_before_it_look(backend: Backend) -> None:
+    b = backend
+    await confirmed_order(b)
+    (first,) = await b.cases.claim_job()(uc.ClaimJobCommand(WorkerId("a")))
+    assert first.made == ()
+    # Hashes are 64-bit: the largest must come back exact, not as a float, through JSON and jsonb.
+    looks = {0: (2**64 - 1, 0, 1 << 63, 12345), 1: (7, 7, 7, 7)}
+    for index, look in looks.items():
+        kept = attrs.evolve(artifact(index), quality=CopyQuality(0.97, 9.0, None, 0, look))
+        await b.cases.checkpoint_copy()(uc.CheckpointCopyCommand(first.job_id, first.token, index, kept))
+    given_up = CopyQuality(0.99, 0.5, None, 2, (1, 2, 3, 4))  # never delivered: nothing keeps away from it
+    await b.cases.give_up_copy()(uc.GiveUpCopyCommand(first.job_id, first.token, 2, "matches_source", given_up))
+    b.clock.advance(timedelta(seconds=31))
+    (second,) = await b.cases.claim_job()(uc.ClaimJobCommand(WorkerId("b")))
+    assert second.made == tuple(looks.items())
+    assert all(type(h) is int for _, look in second.made for h in look)
 
 
 async def test_completion_is_answered_from_its_receipt(backend: Backend) -> None:

@@ -14,6 +14,7 @@ import attrs
 import httpx
 import pytest
 
+from videocopies.adapters.http.answers import claimed_from_wire
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.pool import make_pool
@@ -22,6 +23,7 @@ from videocopies.application import use_cases as uc
 from videocopies.application.nodes import IssuedToken, IssueNodeToken, RevokeNode
 from videocopies.domain.coins import LotKind
 from videocopies.domain.objects.keys import copy_key
+from videocopies.domain.quality import MAX_MOMENTS
 from videocopies.domain.shared import UserId
 from videocopies.embedded.postgres import LocalPostgres, free_port
 from videocopies.roles.core import Core, build, server
@@ -197,6 +199,29 @@ async def test_checkpoint_complete_and_a_retried_completion(api: Api) -> None:
         assert reused.status_code == 409
         late = await worker.post(f"{base}/renew", json={"token": job["token"]})
         assert late.status_code == 409 and late.json()["error"] == "lease_lost"
+
+
+async def test_a_takeover_claim_carries_how_the_copies_made_before_it_look(api: Api) -> None:
+    order_id = await api.order(user=9, copies=5)
+    async with api.client("worker-a") as a, api.client("worker-b") as b:
+        (job,) = (await a.post("/v1/jobs/claim", json={})).json()["jobs"]
+        assert job["made"] == []
+        base = f"/v1/jobs/{job['job_id']}/copies/0/checkpoint"
+        body = {"token": job["token"], "object_key": copy_key(order_id, 0, job["token"]), "size": 10,
+                "sha256": "a" * 64, "duration_s": 1.0, "width": 540, "height": 960}
+        quality = {"ssim": 0.97, "phash_distance": 9.0, "attempt": 0}
+        for wrong in ([2**64], [-1], [1] * (MAX_MOMENTS + 1)):
+            refused = await a.post(base, json=body | {"quality": quality | {"fingerprint": wrong}})
+            assert refused.status_code == 422, wrong
+        look = [2**64 - 1, 5, 0, 1 << 40]
+        kept = await a.post(base, json=body | {"quality": quality | {"fingerprint": look}})
+        assert kept.json() == {"recorded": True}
+        async with api.core.pool.connection() as conn:  # worker-a is gone: its lease runs out
+            await conn.execute("UPDATE jobs SET lease_until = now() - interval '1 second' WHERE job_id = %s",
+                               [job["job_id"]])
+        (taken,) = (await b.post("/v1/jobs/claim", json={})).json()["jobs"]
+    assert taken["job_id"] == job["job_id"] and taken["made"] == [{"index": 0, "fingerprint": look}]
+    assert claimed_from_wire(taken).made == ((0, tuple(look)),)
 
 
 async def test_the_worker_learns_of_a_cancel_and_acknowledges_it(api: Api) -> None:

@@ -113,7 +113,8 @@ class MakeCopy:
             finally:
                 seen.unlink(missing_ok=True)
             pairs = [pair_distance(look.fingerprint, other) for other in fingerprints.values()]
-            quality = CopyQuality(look.ssim, look.phash_distance, min(pairs) if pairs else None, attempt)
+            closest = min(pairs) if pairs else None
+            quality = CopyQuality(look.ssim, look.phash_distance, closest, attempt, look.fingerprint)
             if not self.thresholds.shortfalls(quality):
                 fingerprints[index] = look.fingerprint
                 return made, quality

@@ -10,7 +10,8 @@ import pytest
 
 from videocopies.adapters.http.client import CoreClient, CoreRefused, CoreUnreachable
 from videocopies.adapters.http.job_leases import HttpJobLeases
-from videocopies.domain.jobs import LeaseLossReason, LeaseLost
+from videocopies.domain.jobs import CopyArtifact, LeaseLossReason, LeaseLost
+from videocopies.domain.quality import CopyQuality
 from videocopies.domain.shared import JobId, OwnerToken
 
 
@@ -160,3 +161,39 @@ async def test_a_renewal_refused_for_another_reason_is_not_sent_again_without_fi
     with pytest.raises(CoreRefused):
         await HttpJobLeases(_client(core), stats=lambda: {"copies_made": 2}).renew(JobId("j1"), OwnerToken("t"))
     assert bodies == [{"token": "t", "stats": {"copies_made": 2}}]
+
+
+async def test_a_checkpoint_carries_the_copys_fingerprint_and_an_older_core_that_refuses_it_is_spared_it() -> None:
+    qualities: list[object] = []
+
+    def older_core(request: httpx.Request) -> httpx.Response:
+        quality = json.loads(request.content)["quality"]
+        qualities.append(quality)
+        if "fingerprint" in quality:  # as a core before fingerprints answers an unknown field
+            return httpx.Response(422, json={"error": "invalid_request", "detail": "fingerprint: extra inputs"})
+        return httpx.Response(200, json={"recorded": True})
+
+    leases = HttpJobLeases(_client(older_core))
+    quality = CopyQuality(0.97, 9.0, None, 0, (2**64 - 1, 3))
+    copy = CopyArtifact("copies/o/0.mp4", 10, "a" * 64, 1.0, 540, 960, quality)
+    assert await leases.checkpoint(JobId("j1"), OwnerToken("t"), 0, copy)
+    assert await leases.give_up_copy(JobId("j1"), OwnerToken("t"), 1, "matches_source", quality)
+    figures = {"ssim": 0.97, "phash_distance": 9.0, "min_pair_distance": None, "attempt": 0}
+    assert qualities == [figures | {"fingerprint": [2**64 - 1, 3]}, figures, figures]
+
+
+async def test_a_checkpoint_refused_for_another_reason_still_carries_fingerprints_after() -> None:
+    qualities: list[object] = []
+
+    def core(request: httpx.Request) -> httpx.Response:
+        qualities.append(json.loads(request.content)["quality"])
+        if len(qualities) <= 2:  # refused with and without the fingerprint: not the field's fault
+            return httpx.Response(422, json={"error": "invalid_request", "detail": "size: too large"})
+        return httpx.Response(200, json={"recorded": True})
+
+    leases = HttpJobLeases(_client(core))
+    copy = CopyArtifact("copies/o/0.mp4", 10, "a" * 64, 1.0, 540, 960, CopyQuality(0.97, 9.0, None, 0, (5,)))
+    with pytest.raises(CoreRefused):
+        await leases.checkpoint(JobId("j1"), OwnerToken("t"), 0, copy)
+    assert await leases.checkpoint(JobId("j1"), OwnerToken("t"), 0, copy)
+    assert [("fingerprint" in q) for q in qualities] == [True, False, True]  # type: ignore[operator]

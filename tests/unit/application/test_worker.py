@@ -310,3 +310,25 @@ async def test_a_copy_almost_the_same_as_another_copy_is_rendered_again(rig: Rig
     assert (1, 1) in inspector.inspected and (0, 1) not in inspector.inspected
     job = next(iter(rig.store.jobs.values()))
     assert job.checkpoints[1].quality.attempt == 1 and job.checkpoints[1].quality.min_pair_distance >= 2
+
+
+async def test_a_copy_made_after_a_takeover_keeps_away_from_the_copies_made_before_it(rig: Rig) -> None:
+    # Copy 2's first render, by the worker that takes the job over, looks exactly like copy 0,
+    # which the dead worker made: only the checkpoint remembers what copy 0 looks like.
+    same = (0.98, 10.0, (0xF0F0, 0xF0F0, 0xF0F0, 0xF0F0))
+    await rig.order(5)
+    rig.transcoder.hang_on = 2
+    first = asyncio.create_task(rig.worker("a", inspector=ScriptedInspector({(0, 0): same})).run_once())
+    while 2 not in rig.transcoder.started:
+        await asyncio.sleep(0.005)
+    first.cancel()  # the worker process dies with copies 0 and 1 checkpointed
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    rig.transcoder.hang_on = None
+    rig.clock.advance(timedelta(seconds=31))
+    inspector = ScriptedInspector({(2, 0): same})
+    assert await rig.worker("b", inspector=inspector).run_once()
+    assert (2, 0) in inspector.inspected and (2, 1) in inspector.inspected  # rendered again
+    job = next(iter(rig.store.jobs.values()))
+    assert job.checkpoints[0].quality.fingerprint == same[2]
+    assert job.checkpoints[2].quality.attempt == 1 and job.checkpoints[2].quality.min_pair_distance >= 2

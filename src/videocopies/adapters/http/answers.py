@@ -71,4 +71,6 @@ def claimed_from_wire(data: dict[str, Any]) -> uc.ClaimedJob:
         JobId(data["job_id"]), OrderId(data["order_id"]), OwnerToken(data["token"]),
         datetime.fromisoformat(data["lease_until"]), int(data["attempt"]), data["source_key"],
         tuple((int(c["index"]), EffectsPlan.from_dict(c["plan"])) for c in data["remaining"]),
+        # A core of an older release says nothing of the copies made before: none are held against.
+        tuple((int(c["index"]), tuple(map(int, c["fingerprint"]))) for c in data.get("made", ())),
     )

@@ -29,6 +29,7 @@ class HttpJobLeases:
     ) -> None:
         self._core, self._wait_s, self._stats = core, wait_s, stats
         self._renewals_carry_stats = stats is not None
+        self._qualities_carry_looks = True
 
     async def claim(
         self, worker_id: WorkerId, limit: int, max_source_bytes: int | None = None
@@ -61,17 +62,32 @@ class HttpJobLeases:
         body = {
             "token": token, "object_key": artifact.object_key, "size": artifact.size, "sha256": artifact.sha256,
             "duration_s": artifact.duration_s, "width": artifact.width, "height": artifact.height,
-            "quality": artifact.quality.to_dict() if artifact.quality else None,
         }
-        answer = await self._core.call("POST", f"/v1/jobs/{job_id}/copies/{index}/checkpoint", body)
-        return bool(answer["recorded"])
+        path = f"/v1/jobs/{job_id}/copies/{index}/checkpoint"
+        return bool((await self._with_quality(path, body, artifact.quality))["recorded"])
 
     async def give_up_copy(
         self, job_id: JobId, token: OwnerToken, index: int, reason: str, quality: CopyQuality | None
     ) -> bool:
-        body = {"token": token, "reason": reason, "quality": quality.to_dict() if quality else None}
-        answer = await self._core.call("POST", f"/v1/jobs/{job_id}/copies/{index}/give-up", body)
-        return bool(answer["recorded"])
+        path = f"/v1/jobs/{job_id}/copies/{index}/give-up"
+        return bool((await self._with_quality(path, {"token": token, "reason": reason}, quality))["recorded"])
+
+    async def _with_quality(self, path: str, body: dict[str, Any], quality: CopyQuality | None) -> Any:
+        if quality is None:
+            return await self._core.call("POST", path, body | {"quality": None})
+        figures = quality.to_dict()
+        if self._qualities_carry_looks:
+            try:
+                return await self._core.call("POST", path, body | {"quality": figures})
+            except CoreRefused as refused:
+                if refused.status != 422:
+                    raise
+        # A core older than fingerprints refuses the field (422): the figures go without it, and
+        # once that is taken, without it from then on.
+        figures.pop("fingerprint")
+        answer = await self._core.call("POST", path, body | {"quality": figures})
+        self._qualities_carry_looks = False
+        return answer
 
     async def complete(self, job_id: JobId, token: OwnerToken, receipt_id: str) -> dict[str, Any]:
         body = {"token": token, "receipt_id": receipt_id}

@@ -8,10 +8,12 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from videocopies.adapters.http.shared import IDENTIFIER, MAX_BYTES, NO_NUL, Body, StatName
-from videocopies.domain.quality import CopyQuality
+from videocopies.domain.quality import MAX_MOMENTS, CopyQuality
 
 MAX_WAIT_S = 60.0
 WorkerStats = dict[StatName, Annotated[int, Field(ge=0, le=2**53)]]
+# A copy's perceptual hash at each moment the quality gate looks at (docs/quality.md).
+Fingerprint = Annotated[list[Annotated[int, Field(ge=0, lt=2**64)]], Field(max_length=MAX_MOMENTS)]
 
 
 class ClaimRequest(Body):
@@ -33,6 +35,11 @@ class CopyToRender(BaseModel):
     plan: dict[str, Any]
 
 
+class CopyMade(BaseModel):
+    index: int
+    fingerprint: Fingerprint
+
+
 class ClaimedJobOut(BaseModel):
     job_id: str
     order_id: str
@@ -41,6 +48,9 @@ class ClaimedJobOut(BaseModel):
     attempt: int
     source_key: str
     remaining: list[CopyToRender]
+    made: list[CopyMade] = Field(
+        default_factory=list, description="How the copies made before this lease look: new copies keep away from them."
+    )
 
 
 class ClaimResponse(BaseModel):
@@ -75,9 +85,12 @@ class QualityIn(BaseModel):
     phash_distance: float = Field(ge=0.0, le=64.0)
     min_pair_distance: float | None = Field(default=None, ge=0.0, le=64.0)
     attempt: int = Field(default=0, ge=0, le=10)
+    fingerprint: Fingerprint = Field(default_factory=list)
 
     def value(self) -> CopyQuality:
-        return CopyQuality(self.ssim, self.phash_distance, self.min_pair_distance, self.attempt)
+        return CopyQuality(
+            self.ssim, self.phash_distance, self.min_pair_distance, self.attempt, tuple(self.fingerprint)
+        )
 
 
 class CheckpointRequest(LeaseBody):

@@ -28,6 +28,9 @@ class ClaimedJob:
     attempt: int
     source_key: str
     remaining: tuple[tuple[int, EffectsPlan], ...]
+    # How the copies made before this lease look (index, fingerprint): the quality gate holds
+    # each new copy against them too, so a takeover cannot deliver a near-duplicate of one.
+    made: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 class JobLeases(Protocol):

@@ -53,7 +53,7 @@ class ClaimJob:
                         claimed.append(
                             ClaimedJob(
                                 job.job_id, job.order_id, lease.token, lease.lease_until,
-                                lease.attempt, order.quote.source_key, tuple(job.remaining()),
+                                lease.attempt, order.quote.source_key, tuple(job.remaining()), job.made_looks(),
                             )
                         )
                         if len(claimed) >= cmd.limit:

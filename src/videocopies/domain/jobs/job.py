@@ -127,6 +127,14 @@ class Job:
         """The copies still to render, each with its fixed plan."""
         return [(i, p) for i, p in enumerate(self.plans) if i not in self.checkpoints]
 
+    def made_looks(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """The fingerprints of the copies made so far, by index; a given-up copy is never
+        delivered, so no copy need keep away from it."""
+        return tuple(
+            (i, a.quality.fingerprint) for i, a in sorted(self.checkpoints.items())
+            if not a.is_given_up and a.quality is not None and a.quality.fingerprint
+        )
+
     def claim(self, worker_id: WorkerId, token: OwnerToken, now: datetime, ttl: timedelta) -> Lease:
         """Take the job for `ttl`; a lease that ran out is taken over."""
         self.expire(now)

@@ -2,6 +2,7 @@
 and from the order's other copies, for a matcher."""
 
 from videocopies.domain.quality.gate import (
+    MAX_MOMENTS,
     MAX_RERENDERS,
     CopyQuality,
     QualityThresholds,
@@ -10,4 +11,4 @@ from videocopies.domain.quality.gate import (
     variant,
 )
 
-__all__ = ["MAX_RERENDERS", "CopyQuality", "QualityThresholds", "Shortfall", "pair_distance", "variant"]
+__all__ = ["MAX_MOMENTS", "MAX_RERENDERS", "CopyQuality", "QualityThresholds", "Shortfall", "pair_distance", "variant"]

@@ -21,21 +21,37 @@ class Shortfall(enum.Enum):
     MATCHES_OTHER_COPY = "matches_other_copy"  # a near-duplicate of another copy of the order
 
 
+# A copy's fingerprint: its 64-bit perceptual hash at each moment the gate looks at.
+MAX_MOMENTS = 64
+
+
+def _hashes(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(value)
+
+
+def _fingerprint(_obj: object, _attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]) -> None:
+    if len(value) > MAX_MOMENTS or not all(type(h) is int and 0 <= h < 1 << 64 for h in value):
+        raise ValueError(f"a fingerprint is at most {MAX_MOMENTS} 64-bit hashes, got {value!r}")
+
+
 @attrs.frozen
 class CopyQuality:
     """The figures a copy was judged by; `min_pair_distance` is None for the first (or only)
-    copy of an order, which has no other copy to be held against."""
+    copy of an order, which has no other copy to be held against. `fingerprint` is how the copy
+    looks to a matcher: kept with its checkpoint, so a worker that takes the job over holds its
+    copies against the ones made before it, not only against its own."""
 
     ssim: float
     phash_distance: float
     min_pair_distance: float | None = None
     attempt: int = 0
+    fingerprint: tuple[int, ...] = attrs.field(default=(), converter=_hashes, validator=_fingerprint)
 
-    def to_dict(self) -> dict[str, float | int | None]:
+    def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, float | int | None]) -> CopyQuality:
+    def from_dict(cls, data: dict[str, Any]) -> CopyQuality:
         given: dict[str, Any] = {field.name: data.get(field.name) for field in attrs.fields(cls) if field.name in data}
         return cls(**given)
 
