@@ -50,6 +50,13 @@ Feature: Workers render an order's copies under a lease
     Then worker "B" is given copies 3, 4 and 5 only
     And worker "B" is given the same effects for those copies as worker "A" was
 
+  Scenario: A worker that takes over keeps its copies apart from the copies made before it
+    Given worker "A" has taken the job
+    And worker "A" has rendered copies 1 and 2
+    When worker "A" goes silent until its lease runs out
+    And worker "B" takes the job
+    Then worker "B" is shown how copies 1 and 2 look, to keep its own copies apart from them
+
   Scenario: A job whose every attempt runs out fails the order and returns what was not delivered
     Given worker "A" has taken the job
     And worker "A" has rendered copy 1

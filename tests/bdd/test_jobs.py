@@ -8,7 +8,7 @@ from videocopies.application import use_cases as uc
 from videocopies.domain.jobs import CopiesMissing
 from videocopies.domain.shared import WorkerId
 
-from .shop import Shop, artifact, checks_refusal, copy_numbers
+from .shop import Shop, artifact, checks_refusal, copy_numbers, looks
 
 scenarios("jobs")
 
@@ -58,6 +58,12 @@ def given_copies(shop: Shop, name: str, numbers: str) -> None:
 def same_effects(shop: Shop, name: str, first: str) -> None:
     earlier = dict(shop.worker(first).remaining)
     assert all(plan == earlier[index] for index, plan in shop.worker(name).remaining)
+
+
+@then(parsers.re(r'worker "(?P<name>\w+)" is shown how copies (?P<numbers>[\d, and]+) look, to keep its own copies '
+                 r"apart from them"))
+def shown_looks(shop: Shop, name: str, numbers: str) -> None:
+    assert shop.worker(name).made == tuple((n - 1, looks(n)) for n in copy_numbers(numbers))
 
 
 @then("both reports get the same answer")
