@@ -112,7 +112,10 @@ class MakeCopy:
                 )
             finally:
                 seen.unlink(missing_ok=True)
-            pairs = [pair_distance(look.fingerprint, other) for other in fingerprints.values()]
+            # A copy checkpointed by a worker of another release may have been looked at in fewer
+            # or more moments: it cannot be compared, and is passed over rather than failing the job.
+            comparable = [other for other in fingerprints.values() if len(other) == len(look.fingerprint)]
+            pairs = [pair_distance(look.fingerprint, other) for other in comparable]
             closest = min(pairs) if pairs else None
             quality = CopyQuality(look.ssim, look.phash_distance, closest, attempt, look.fingerprint)
             if not self.thresholds.shortfalls(quality):

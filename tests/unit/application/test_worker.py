@@ -332,3 +332,22 @@ async def test_a_copy_made_after_a_takeover_keeps_away_from_the_copies_made_befo
     job = next(iter(rig.store.jobs.values()))
     assert job.checkpoints[0].quality.fingerprint == same[2]
     assert job.checkpoints[2].quality.attempt == 1 and job.checkpoints[2].quality.min_pair_distance >= 2
+
+
+async def test_a_copy_made_before_a_takeover_that_cannot_be_compared_is_passed_over(rig: Rig) -> None:
+    # Copy 0 was looked at in 3 moments (a worker of another release); this one looks in 4.
+    await rig.order(5)
+    rig.transcoder.hang_on = 1
+    first = asyncio.create_task(
+        rig.worker("a", inspector=ScriptedInspector({(0, 0): (0.98, 10.0, (1, 2, 3))})).run_once()
+    )
+    while 1 not in rig.transcoder.started:
+        await asyncio.sleep(0.005)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    rig.transcoder.hang_on = None
+    rig.clock.advance(timedelta(seconds=31))
+    assert await rig.worker("b", inspector=ScriptedInspector()).run_once()
+    job = next(iter(rig.store.jobs.values()))
+    assert job.state is JobState.DONE and job.checkpoints[1].quality.min_pair_distance is None
