@@ -233,7 +233,9 @@ async def buy_all(users: Users, sim_url: str) -> list[str]:
                 return charge
         return None
 
-    async with httpx.AsyncClient(base_url=sim_url, timeout=30) as sim:
+    # The buyers wait seconds between calls: a connection kept that long would be reused just as the
+    # simulator closes it (uvicorn keeps an idle one 5 s), and the request would read a reset.
+    async with httpx.AsyncClient(base_url=sim_url, timeout=30, limits=httpx.Limits(keepalive_expiry=1.0)) as sim:
         charges = await asyncio.gather(*(one(user, 6.0 * n) for n, user in enumerate(users.buyers)))
     users.bought_at = time.monotonic()
     return [c for c in charges if c]

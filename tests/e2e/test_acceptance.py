@@ -75,6 +75,10 @@ async def _story(user, clip: Path, tmp: Path, url: str) -> None:  # type: ignore
 
     first = await user.next_message(media="video", timeout=180)
     assert first.text == "Copy 1 of 5"
+    # Edge tells core a copy arrived once Telegram took it (reports go every 50 ms). A press that
+    # beats the report finds the copy not yet delivered, and a cancel drops such a copy uncharged
+    # (docs/domain.md): the user would keep it free. The story presses once core has heard.
+    await _delivery_recorded(url, user.id)
     started = time.monotonic()
     user.press(accepted.message_id, cancel)
     closed = await user.next_message(contains="Cancelled", timeout=120)
@@ -103,3 +107,14 @@ async def _story(user, clip: Path, tmp: Path, url: str) -> None:  # type: ignore
                                 [user.id]).fetchone()
     assert (amount, available, debited, expired) == (50, 50 - 4 * delivered, 4 * delivered, 0)
     assert expires_after == expires_before and state == "cancelled"
+
+
+async def _delivery_recorded(url: str, user_id: int, within_s: float = 10.0) -> None:
+    deadline = time.monotonic() + within_s
+    while True:
+        with psycopg.connect(url) as conn:
+            rows = conn.execute("SELECT copy_states FROM orders WHERE user_id = %s", [user_id]).fetchall()
+        if any(state == "delivered" for (states,) in rows for state, _key in states):
+            return
+        assert time.monotonic() < deadline, "core never heard that the first copy arrived"
+        await asyncio.sleep(0.05)
