@@ -108,24 +108,24 @@ class LocalSeaweed:
             try:
                 self._wait_ready()
                 return
-            except SeaweedError:
+            except BaseException as error:
                 # A port chosen free was taken before weed bound it (another process's outgoing
                 # connection got it from the same ephemeral range): choose again.
-                if tries_left and "Port allocation failed" in self._log_tail():
-                    self._discard()
+                if isinstance(error, SeaweedError) and tries_left and "Port allocation failed" in self._log_tail():
+                    self._end_process()
+                    self.log_path.unlink()
                     continue
                 self.stop()
                 raise
-            except BaseException:
-                self.stop()
-                raise
 
-    def _discard(self) -> None:
-        """The failed launch's process and log gone, the data directory kept."""
+    def _end_process(self) -> None:
+        """The server gone, with the gRPC sockets weed leaves in the temp dir, named by port."""
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             self._terminate(process)
-        self.log_path.unlink(missing_ok=True)
+        for port in self.ports.values():
+            for sock in Path(tempfile.gettempdir()).glob(f"seaweedfs-*-{port}.sock"):
+                sock.unlink(missing_ok=True)
 
     def _launch(self) -> None:
         with self.log_path.open("ab") as log:
@@ -182,15 +182,9 @@ class LocalSeaweed:
         return "\n".join(text.splitlines()[-lines:])
 
     def stop(self) -> None:
-        process, self._process = self._process, None
         atexit.unregister(self.stop)
-        if process is not None and process.poll() is None:
-            self._terminate(process)
+        self._end_process()
         shutil.rmtree(self.dir, ignore_errors=True)
-        # weed leaves its local gRPC sockets in the temp dir, named by port.
-        for port in self.ports.values():
-            for sock in Path(tempfile.gettempdir()).glob(f"seaweedfs-*-{port}.sock"):
-                sock.unlink(missing_ok=True)
 
     def __enter__(self) -> LocalSeaweed:
         self.start()
