@@ -15,7 +15,7 @@ from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId
 from videocopies.embedded.pgbouncer import LocalPgBouncer
-from videocopies.embedded.postgres import LocalPostgres, statements_run
+from videocopies.embedded.postgres import LocalPostgres, statements_by_query
 from videocopies.roles.containers import PostgresService
 from videocopies.runtime.launch import CoreProcess, issue_token_async
 from videocopies.settings import Settings
@@ -70,10 +70,14 @@ async def test_two_thousand_parked_claims_through_pgbouncer(
                 await asyncio.sleep(0.2)
 
             parked_s = time.monotonic() - started
-            before = statements_run(direct)
+            before = statements_by_query(direct)
             await asyncio.sleep(3.0)
-            idle = statements_run(direct) - before
-            assert idle <= 6, f"{idle} statements in 3 s with {CLIENTS} parked claims"
+            spent = statements_by_query(direct) - before
+            idle = spent.total()
+            # Core's own timers run 2 glances every 10 s and about 9 statements once a minute
+            # (coin expiry, the node list), which may fall in these 3 s; a parked claim that
+            # asked the database even once in them would add 2,000.
+            assert idle <= 12, f"{idle} statements in 3 s with {CLIENTS} parked claims: {dict(spent)}"
 
             # Answers with a job: core may answer a claim empty-handed from 75 % of its wait on.
             def with_job(task: asyncio.Task[httpx.Response]) -> bool:
@@ -103,4 +107,4 @@ async def test_two_thousand_parked_claims_through_pgbouncer(
         finally:
             for client in clients:
                 await client.aclose()
-            assert all(r.status_code == 200 and r.json() == {"jobs": []} for r in rest)
+    assert all(r.status_code == 200 and r.json() == {"jobs": []} for r in rest)

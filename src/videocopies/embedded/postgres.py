@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -28,7 +29,8 @@ from videocopies.embedded.pg_programs import pg_bindir
 # The helpers every local server shares are in `local`; importers have long found them here.
 __all__ = [
     "SERVICE_USER", "LocalPostgres", "LocalServerError", "as_service_user", "free_port", "hand_to_service_user",
-    "log_tail", "make_dir", "pg_bindir", "private_dir", "process_alive", "run", "running_as_root", "statements_run",
+    "log_tail", "make_dir", "pg_bindir", "private_dir", "process_alive", "run", "running_as_root",
+    "statements_by_query", "statements_run",
 ]
 
 
@@ -184,10 +186,15 @@ class LocalPostgres(LocalServer):
 def statements_run(url: str) -> int:
     """How many statements the database at `url` has run (pg_stat_statements, loaded by
     LocalPostgres), less the ones that read this figure: for measuring what idleness costs."""
+    return sum(statements_by_query(url).values())
+
+
+def statements_by_query(url: str) -> Counter[str]:
+    """`statements_run`, counted per normalised statement: what a figure was spent on."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-        (calls,) = conn.execute(
-            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
-            "WHERE d.datname = current_database() AND s.query NOT ILIKE '%pg_stat_statements%'"
-        ).fetchone()  # type: ignore[misc]
-    return int(calls)
+        rows = conn.execute(
+            "SELECT s.query, sum(s.calls) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
+            "WHERE d.datname = current_database() AND s.query NOT ILIKE '%pg_stat_statements%' GROUP BY s.query"
+        ).fetchall()
+    return Counter({query: int(calls) for query, calls in rows})
