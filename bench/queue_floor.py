@@ -12,6 +12,11 @@ direct connection, synchronous psycopg: about the least CPU a client can spend p
 
 Run on the same server, jobs and process count as ours: how fast any implementation of these
 writes could go here, and so what share of the gap to pgqueuer is the rows themselves.
+
+`bare=True` is the ceiling above it: the job's own two writes and nothing else (leased, then
+done if its token and lease still hold), no receipt, no order, no slot, no message. No fenced
+queue with receipts can beat it, so its ratio to pgqueuer bounds what issue 18's queue line
+can ask of any implementation on the machine of the run.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ started AS (
     RETURNING orders.order_id)
 SELECT job_id, owner_token, attempts, (SELECT count(*) FROM started) FROM leased
 """
+
+# The claim without its orders' update: everything up to the `leased` step.
+BARE_CLAIM = CLAIM.split("),\nstarted AS (")[0] + ")\nSELECT job_id, owner_token, attempts FROM leased\n"
 
 COMPLETE = """
 WITH asked AS (
@@ -67,17 +75,21 @@ kept AS (
 SELECT count(*) FROM done
 """
 
+# The completion without the order's closing: everything up to the `done` step.
+BARE_COMPLETE = COMPLETE.split("),\nclosed AS (")[0] + ")\nSELECT count(*) FROM done\n"
 
-def _drain(args: tuple[str, str, int, float]) -> tuple[float, float, int, float]:
-    url, worker, batch, start_at = args
+
+def _drain(args: tuple[str, str, int, float, bool]) -> tuple[float, float, int, float]:
+    url, worker, batch, start_at, bare = args
+    claim, complete = (BARE_CLAIM, BARE_COMPLETE) if bare else (CLAIM, COMPLETE)
     with psycopg.connect(url, prepare_threshold=0) as conn:
         time.sleep(max(0.0, start_at - time.time()))
         began, done, cpu = time.time(), 0, time.process_time()
-        while rows := conn.execute(CLAIM, {"limit": batch, "worker": worker}).fetchall():
+        while rows := conn.execute(claim, {"limit": batch, "worker": worker}).fetchall():
             conn.commit()
             asked = {"jobs": [r[0] for r in rows], "tokens": [r[1] for r in rows],
                      "receipts": [f"complete:{r[0]}:{r[2]}" for r in rows]}
-            (completed,) = conn.execute(COMPLETE, asked).fetchone()  # type: ignore[misc]
+            (completed,) = conn.execute(complete, asked).fetchone()  # type: ignore[misc]
             conn.commit()
             assert completed == len(rows), (completed, rows)
             done += completed
@@ -85,9 +97,9 @@ def _drain(args: tuple[str, str, int, float]) -> tuple[float, float, int, float]
         return began, time.time(), done, time.process_time() - cpu
 
 
-def throughput(url: str, workers: int, batch: int, postmaster: int) -> dict[str, Any]:
-    def args(start_at: float) -> list[tuple[str, str, int, float]]:
-        return [(url, f"floor{i}", batch, start_at) for i in range(workers)]
+def throughput(url: str, workers: int, batch: int, postmaster: int, bare: bool = False) -> dict[str, Any]:
+    def args(start_at: float) -> list[tuple[str, str, int, float, bool]]:
+        return [(url, f"floor{i}", batch, start_at, bare) for i in range(workers)]
 
     figures = drained_together(_drain, args, postmaster, workers, batch)
     with psycopg.connect(url) as conn:
@@ -95,5 +107,8 @@ def throughput(url: str, workers: int, batch: int, postmaster: int) -> dict[str,
             "SELECT count(*) FILTER (WHERE state = 'done'), (SELECT count(*) FROM receipts),"
             " (SELECT count(*) FROM orders WHERE state = 'done') FROM jobs"
         ).fetchone()  # type: ignore[misc]
-    assert done == figures["jobs"] == receipts == closed, (done, figures["jobs"], receipts, closed)
+    if bare:
+        assert done == figures["jobs"] and receipts == closed == 0, (done, figures["jobs"], receipts, closed)
+    else:
+        assert done == figures["jobs"] == receipts == closed, (done, figures["jobs"], receipts, closed)
     return figures

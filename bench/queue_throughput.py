@@ -12,8 +12,10 @@ says how it is configured) with 4 processes and batch 10, and `ratio_to_pgqueuer
 over its rate. Between the two, the floor (bench/queue_floor.py) writes the same rows for the
 same jobs by hand-made set-based SQL with 4 processes and batch 10: `ratio_to_floor` is ours
 over it, and `floor_ratio_to_pgqueuer` says how far any implementation of these writes gets
-against pgqueuer on this server. Then a trickle of jobs at a steady rate measures how long a parked claimer
-takes to get new work (LISTEN/NOTIFY on a direct connection).
+against pgqueuer on this server. The bare floor (the job's own two writes, fenced, nothing
+else) runs after it: `bare_ratio_to_pgqueuer` bounds what any fenced queue, with receipts or
+without, can reach against pgqueuer on the machine of the run. Then a trickle of jobs at a
+steady rate measures how long a parked claimer takes to get new work (LISTEN/NOTIFY on a direct connection).
 
 Needs the `bench` dependency group for the peer (installed by default; `uv sync --no-group bench` leaves it out);
 `--no-peer` runs without it. Prints one JSON line.
@@ -230,6 +232,9 @@ def main() -> None:
         pg.create_database("queue_floor", template="queue_template")
         floor = queue_floor.throughput(pg.url("queue_floor"), 4, 10, pg.pid)
         print({"floor": floor}, file=sys.stderr, flush=True)
+        pg.create_database("queue_bare", template="queue_template")
+        bare = queue_floor.throughput(pg.url("queue_bare"), 4, 10, pg.pid, bare=True)
+        print({"bare": bare}, file=sys.stderr, flush=True)
         if not args.no_peer:
             if pg.database_exists("queue_peer"):
                 pg.drop_database("queue_peer")
@@ -246,6 +251,7 @@ def main() -> None:
         "floor_server_cpu_ms_per_job": floor["server_cpu_ms_per_job"],
         "floor_client_cpu_ms_per_job": floor["client_cpu_ms_per_job"],
         "ratio_to_floor": round(best["jobs_per_s"] / floor["jobs_per_s"], 2),
+        "bare_jobs_per_s": bare["jobs_per_s"],
     }
     if peer:
         versus |= {
@@ -254,6 +260,7 @@ def main() -> None:
             "pgqueuer_client_cpu_ms_per_job": peer["client_cpu_ms_per_job"],
             "ratio_to_pgqueuer": round(best["jobs_per_s"] / peer["jobs_per_s"], 2),
             "floor_ratio_to_pgqueuer": round(floor["jobs_per_s"] / peer["jobs_per_s"], 2),
+            "bare_ratio_to_pgqueuer": round(bare["jobs_per_s"] / peer["jobs_per_s"], 2),
         }
     emit(
         {"bench": "queue_throughput", "workers": 4, "batch": 10, "jobs_per_s": best["jobs_per_s"],

@@ -58,14 +58,16 @@ async def _through_the_application(url: str) -> None:
     await pool.close()
 
 
-def _through_the_floor(url: str) -> None:
+def _through_the_floor(url: str, bare: bool = False) -> None:
+    floor = queue_floor
+    claim, complete = (floor.BARE_CLAIM, floor.BARE_COMPLETE) if bare else (floor.CLAIM, floor.COMPLETE)
     with psycopg.connect(url, prepare_threshold=0) as conn:
-        rows = conn.execute(queue_floor.CLAIM, {"limit": BATCH, "worker": "floor"}).fetchall()
+        rows = conn.execute(claim, {"limit": BATCH, "worker": "floor"}).fetchall()
         conn.commit()
         assert len(rows) == BATCH
         asked = {"jobs": [r[0] for r in rows], "tokens": [r[1] for r in rows],
                  "receipts": [f"complete:{r[0]}:{r[2]}" for r in rows]}
-        assert conn.execute(queue_floor.COMPLETE, asked).fetchone() == (BATCH,)
+        assert conn.execute(complete, asked).fetchone() == (BATCH,)
         conn.commit()
 
 
@@ -103,3 +105,22 @@ def test_the_floor_writes_the_rows_the_application_writes(pg_server: LocalPostgr
     assert floor == application
     assert _end_states(url, BATCH + 1) == _end_states(url, 1)
     assert {row[0] for row in _end_states(url, 1)} == {"done"}
+
+
+@pytest.mark.slow
+def test_the_bare_floor_writes_only_the_jobs_and_still_fences(pg_server: LocalPostgres, database: str) -> None:
+    """The ceiling over the floor: each job leased, then done, and no other row touched."""
+    url = pg_server.url(database)
+    with psycopg.connect(url, autocommit=True) as conn:
+        psycopg.ClientCursor(conn).execute(queue_throughput.INSERT_JOBS, {"first": 1, "last": BATCH})
+    start = _row_writes(url)
+    _through_the_floor(url, bare=True)
+    writes = _less(_row_writes(url), start)
+
+    assert writes == {t: (0, 2 * BATCH, 0) if t == "jobs" else (0, 0, 0) for t in TABLES}, writes
+    assert {row[0] for row in _end_states(url, 1)} == {"done"}
+    with psycopg.connect(url) as conn:
+        (late,) = conn.execute(
+            queue_floor.BARE_COMPLETE, {"jobs": ["j1"], "tokens": ["a token that lost its lease"], "receipts": ["r"]}
+        ).fetchone()  # type: ignore[misc]
+    assert late == 0
