@@ -63,7 +63,7 @@ def same_effects(shop: Shop, name: str, first: str) -> None:
 @then(parsers.re(r'worker "(?P<name>\w+)" is shown how copies (?P<numbers>[\d, and]+) look, to keep its own copies '
                  r"apart from them"))
 def shown_looks(shop: Shop, name: str, numbers: str) -> None:
-    assert shop.worker(name).made == tuple((n - 1, looks(n)) for n in copy_numbers(numbers))
+    assert shop.worker(name).made_looks == tuple((n - 1, looks(n)) for n in copy_numbers(numbers))
 
 
 @then("both reports get the same answer")

@@ -131,7 +131,7 @@ async def test_a_takeover_is_told_how_the_copies_made_before_it_look(backend: Ba
     b = backend
     await confirmed_order(b)
     (first,) = await b.cases.claim_job()(uc.ClaimJobCommand(WorkerId("a")))
-    assert first.made == ()
+    assert first.made_looks == ()
     # Hashes are 64-bit: the largest must come back exact, not as a float, through JSON and jsonb.
     looks = {0: (2**64 - 1, 0, 1 << 63, 12345), 1: (7, 7, 7, 7)}
     for index, look in looks.items():
@@ -141,8 +141,8 @@ async def test_a_takeover_is_told_how_the_copies_made_before_it_look(backend: Ba
     await b.cases.give_up_copy()(uc.GiveUpCopyCommand(first.job_id, first.token, 2, "matches_source", given_up))
     b.clock.advance(timedelta(seconds=31))
     (second,) = await b.cases.claim_job()(uc.ClaimJobCommand(WorkerId("b")))
-    assert second.made == tuple(looks.items())
-    assert all(type(h) is int for _, look in second.made for h in look)
+    assert second.made_looks == tuple(looks.items())
+    assert all(type(h) is int for _, look in second.made_looks for h in look)
 
 
 async def test_completion_is_answered_from_its_receipt(backend: Backend) -> None:

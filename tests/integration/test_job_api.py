@@ -221,7 +221,7 @@ async def test_a_takeover_claim_carries_how_the_copies_made_before_it_look(api: 
                                [job["job_id"]])
         (taken,) = (await b.post("/v1/jobs/claim", json={})).json()["jobs"]
     assert taken["job_id"] == job["job_id"] and taken["made"] == [{"index": 0, "fingerprint": look}]
-    assert claimed_from_wire(taken).made == ((0, tuple(look)),)
+    assert claimed_from_wire(taken).made_looks == ((0, tuple(look)),)
 
 
 async def test_the_worker_learns_of_a_cancel_and_acknowledges_it(api: Api) -> None:

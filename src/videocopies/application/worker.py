@@ -254,7 +254,7 @@ class Worker:
             if refused.permanent:
                 raise BadSource(refused.reason) from refused
             raise
-        fingerprints: dict[int, tuple[int, ...]] = dict(job.made)
+        fingerprints: dict[int, tuple[int, ...]] = dict(job.made_looks)
         for index, plan in job.remaining:
             target = workdir / f"copy-{index}.mp4"
             try:

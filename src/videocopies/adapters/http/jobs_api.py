@@ -230,7 +230,7 @@ def _claimed(job: uc.ClaimedJob) -> ClaimedJobOut:
         job_id=job.job_id, order_id=job.order_id, token=job.token, lease_until=job.lease_until,
         attempt=job.attempt, source_key=job.source_key,
         remaining=[CopyToRender(index=index, plan=plan.to_dict()) for index, plan in job.remaining],
-        made=[CopyMade(index=index, fingerprint=list(look)) for index, look in job.made],
+        made=[CopyMade(index=index, fingerprint=list(look)) for index, look in job.made_looks],
     )
 
 

@@ -30,7 +30,7 @@ class ClaimedJob:
     remaining: tuple[tuple[int, EffectsPlan], ...]
     # How the copies made before this lease look (index, fingerprint): the quality gate holds
     # each new copy against them too, so a takeover cannot deliver a near-duplicate of one.
-    made: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    made_looks: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 class JobLeases(Protocol):
