@@ -11,11 +11,12 @@ The same job count is then drained by pgqueuer on the same server (bench/queue_p
 says how it is configured) with 4 processes and batch 10, and `ratio_to_pgqueuer` is ours
 over its rate. Between the two, the floor (bench/queue_floor.py) writes the same rows for the
 same jobs by hand-made set-based SQL with 4 processes and batch 10: `ratio_to_floor` is ours
-over it, and `floor_ratio_to_pgqueuer` says how far any implementation of these writes gets
-against pgqueuer on this server. The bare floor (the job's own two writes, fenced, nothing
-else) runs after it: `bare_ratio_to_pgqueuer` bounds what any fenced queue, with receipts or
-without, can reach against pgqueuer on the machine of the run. Then a trickle of jobs at a
-steady rate measures how long a parked claimer takes to get new work (LISTEN/NOTIFY on a direct connection).
+over it, and `floor_ratio_to_pgqueuer` says how far any implementation of these writes that
+commits claims and completions apart gets against pgqueuer on this server. The bare floor
+runs after it (the job's two writes and its receipt, a worker's completions and next claim in
+one commit): `bare_ratio_to_pgqueuer` says how far the least that issue 18's queue line
+allows gets against pgqueuer on the machine of the run. Then a trickle of jobs at a steady
+rate measures how long a parked claimer takes to get new work (LISTEN/NOTIFY on a direct connection).
 
 Needs the `bench` dependency group for the peer (installed by default; `uv sync --no-group bench` leaves it out);
 `--no-peer` runs without it. Prints one JSON line.
