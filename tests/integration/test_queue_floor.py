@@ -59,8 +59,8 @@ async def _through_the_application(url: str) -> None:
 
 
 def _through_the_floor(url: str, bare: bool = False) -> None:
-    floor = queue_floor
-    claim, complete = (floor.BARE_CLAIM, floor.BARE_COMPLETE) if bare else (floor.CLAIM, floor.COMPLETE)
+    claim = queue_floor.BARE_CLAIM if bare else queue_floor.CLAIM
+    complete = queue_floor.BARE_COMPLETE if bare else queue_floor.COMPLETE
     with psycopg.connect(url, prepare_threshold=0) as conn:
         rows = conn.execute(claim, {"limit": BATCH, "worker": "floor"}).fetchall()
         conn.commit()
@@ -125,6 +125,6 @@ def test_the_bare_floor_writes_only_the_jobs_and_their_receipts_and_still_fences
     assert {row[0] for row in _end_states(url, 1)} == {"done"}
     with psycopg.connect(url) as conn:
         (late,) = conn.execute(
-            queue_floor.BARE_COMPLETE, {"jobs": ["j1"], "tokens": ["a token that lost its lease"], "receipts": ["r"]}
+            queue_floor.BARE_COMPLETE, {"jobs": ["j1"], "tokens": ["not the job's token"], "receipts": ["r"]}
         ).fetchone()  # type: ignore[misc]
     assert late == 0
