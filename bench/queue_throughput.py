@@ -2,11 +2,11 @@
 
 No-op jobs (no copies) of confirmed orders (each user with an account, a lot and the
 order's reservation; each order holding a capacity slot, as after a confirmation) are
-claimed in batches by worker processes with `ClaimJob` and completed with `CompleteJobs`,
-the batch that core's Job API sends concurrent completions through: every job fenced on
-its own (owner token, and lease expiry against the database's clock), each completion with
-a receipt id and its receipt stored, each order closed and settled, all of a batch in one
-transaction (one disk flush on a durable server). A batch of 1 goes through `CompleteJob`.
+drained in batches by worker processes with `CompleteThenClaim`, as a worker calls the Job
+API's claim: the jobs in hand completed and the next batch claimed in one transaction (one
+disk flush on a durable server), every job fenced on its own (owner token, and lease expiry
+against the database's clock), each completion with a receipt id and its receipt stored,
+each order closed and settled.
 The same job count is then drained by pgqueuer on the same server (bench/queue_peer.py
 says how it is configured) with 4 processes and batch 10, and `ratio_to_pgqueuer` is ours
 over its rate. Between the two, the floor (bench/queue_floor.py) writes the same rows for the
@@ -89,14 +89,26 @@ async def _complete(complete: uc.CompleteJob, worker: WorkerId, claimed: list[uc
 
 
 async def _drain(url: str, worker: str, batch: int, start_at: float) -> tuple[float, float, int, float]:
+    """As a worker drains: each call completes the jobs in hand and claims the next batch in one
+    transaction (`CompleteThenClaim`, what the Job API's claim does when it carries completions)."""
     pool = make_pool(url, min_size=2, max_size=2, direct=True)
     await pool.open(wait=True)
     claim, complete = _cases(pool)
+    uow = lambda: PostgresUnitOfWork(pool)  # noqa: E731
+    then_claim = uc.CompleteThenClaim(uow, SystemClock(), complete.together, claim)
+    me = WorkerId(worker)
     await asyncio.sleep(max(0.0, start_at - time.time()))
     began, done, cpu = time.time(), 0, time.process_time()
-    while claimed := await claim(uc.ClaimJobCommand(WorkerId(worker), batch)):
-        await _complete(complete, WorkerId(worker), claimed)
-        done += len(claimed)
+    held: list[uc.ClaimedJob] = []
+    while True:
+        completions = [uc.CompleteJobCommand(j.job_id, j.token, f"complete:{j.job_id}:{j.attempt}", me) for j in held]
+        outcomes, held = await then_claim(uc.CompleteThenClaimCommand(completions, uc.ClaimJobCommand(me, batch)))
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                raise outcome
+        done += len(outcomes)
+        if not held:
+            break
     ended, cpu = time.time(), time.process_time() - cpu
     await pool.close()
     return began, ended, done, cpu

@@ -15,6 +15,8 @@ import httpx
 import pytest
 
 from videocopies.adapters.http.answers import claimed_from_wire
+from videocopies.adapters.http.client import CoreClient
+from videocopies.adapters.http.job_leases import HttpJobLeases
 from videocopies.adapters.postgres import migrate
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.pool import make_pool
@@ -22,9 +24,10 @@ from videocopies.adapters.system import SystemClock
 from videocopies.application import use_cases as uc
 from videocopies.application.nodes import IssuedToken, IssueNodeToken, RevokeNode
 from videocopies.domain.coins import LotKind
+from videocopies.domain.jobs import LeaseLossReason, LeaseLost
 from videocopies.domain.objects.keys import copy_key
 from videocopies.domain.quality import MAX_MOMENTS
-from videocopies.domain.shared import UserId
+from videocopies.domain.shared import OwnerToken, UserId, WorkerId
 from videocopies.embedded.postgres import LocalPostgres, free_port
 from videocopies.roles.core import Core, build, server
 from videocopies.settings import Settings
@@ -199,6 +202,45 @@ async def test_checkpoint_complete_and_a_retried_completion(api: Api) -> None:
         assert reused.status_code == 409
         late = await worker.post(f"{base}/renew", json={"token": job["token"]})
         assert late.status_code == 409 and late.json()["error"] == "lease_lost"
+
+
+async def test_a_claim_completes_the_job_in_hand_first_and_a_refused_completion_costs_it_nothing(api: Api) -> None:
+    """One call: the job completed and the next claimed in one transaction; the worker's client
+    hands a refusal back as the job's own complete call would raise it, with what was claimed."""
+    await api.order(user=4, copies=1)
+    await api.order(user=5, copies=1)
+    await api.order(user=6, copies=1)
+    core = CoreClient(api.url, api.tokens["worker-a"], retry_for_s=1.0)
+    leases = HttpJobLeases(core, wait_s=0.0)
+    (first,) = await leases.claim(WorkerId("worker-a"), 1)
+    await _checkpoint_every_copy(api, first)
+    done, (second,) = await leases.complete_then_claim(first.job_id, first.token, "handover-1", 1)
+    assert done == {"job_id": first.job_id, "state": "done", "copies": 1}
+    await _checkpoint_every_copy(api, second)
+    refused, (third,) = await leases.complete_then_claim(second.job_id, OwnerToken("stale"), "handover-2", 1)
+    assert isinstance(refused, LeaseLost) and refused.reason is LeaseLossReason.STALE_TOKEN
+    assert third.job_id not in (first.job_id, second.job_id)
+    async with api.client("worker-a") as worker:  # the wire: the refusal as core refuses a complete call
+        body = {"limit": 1, "complete": {"job_id": second.job_id, "token": "stale", "receipt_id": "handover-3"}}
+        answer = (await worker.post("/v1/jobs/claim", json=body)).json()
+        assert answer == {"jobs": [], "refused": {
+            "status": 409, "error": "lease_lost", "detail": "the lease on this job is no longer yours",
+            "reason": "stale_token",
+        }}
+        metrics = (await worker.get("/metrics")).text
+    assert 'videocopies_refused_writes_total{reason="stale_token"} 2.0' in metrics
+    # The job whose completion was refused is still its holder's to complete.
+    done, nothing = await leases.complete_then_claim(second.job_id, second.token, "handover-4", 1)
+    assert done["state"] == "done" and nothing == []
+    await core.close()
+
+
+async def _checkpoint_every_copy(api: Api, job: uc.ClaimedJob) -> None:
+    async with api.client("worker-a") as worker:
+        for index, _ in job.remaining:
+            body = {"token": job.token, "object_key": copy_key(job.order_id, index, job.token), "size": 10,
+                    "sha256": "a" * 64, "duration_s": 1.0, "width": 540, "height": 960}
+            assert (await worker.post(f"/v1/jobs/{job.job_id}/copies/{index}/checkpoint", json=body)).status_code == 200
 
 
 async def test_a_takeover_claim_carries_how_the_copies_made_before_it_look(api: Api) -> None:

@@ -46,6 +46,14 @@ class InProcessJobLeases:
     async def complete(self, job_id: JobId, token: OwnerToken, receipt_id: str) -> dict[str, Any]:
         return dict(await self._cases.complete_job()(uc.CompleteJobCommand(job_id, token, receipt_id, self._worker)))
 
+    async def complete_then_claim(
+        self, job_id: JobId, token: OwnerToken, receipt_id: str, limit: int, max_source_bytes: int | None = None
+    ) -> tuple[dict[str, Any] | Exception, Sequence[uc.ClaimedJob]]:
+        completion = uc.CompleteJobCommand(job_id, token, receipt_id, self._worker)
+        claim = uc.ClaimJobCommand(self._worker, limit, max_source_bytes)
+        (outcome,), claimed = await self._cases.complete_then_claim()(uc.CompleteThenClaimCommand([completion], claim))
+        return outcome, claimed
+
     async def fail(
         self, job_id: JobId, token: OwnerToken, reason: str, retryable: bool, receipt_id: str
     ) -> dict[str, Any]:

@@ -115,6 +115,7 @@ class Worker:
         )
         self._stopping = asyncio.Event()
         self.busy = False  # holding a job: a stop must wait for it to be given back
+        self._next: list[ClaimedJob] = []  # claimed with the last completion, for the next round
 
     def stop(self) -> None:
         """Shut down: the job in hand is stopped, given back for another worker, cleaned up."""
@@ -134,17 +135,33 @@ class Worker:
         return len(orphans)
 
     async def run_once(self) -> bool:
-        """Claim and finish one job; False when there was none."""
+        """Claim and finish one job (or the one claimed with the last completion); False when
+        there was none. A job claimed with a completion while stopping is given back at once."""
         self._settings.work_root.mkdir(parents=True, exist_ok=True)
-        fits = largest_source(self._disk.free_bytes(self._settings.work_root), self._settings)
-        claimed = await self._leases.claim(self._settings.worker_id, 1, fits)
+        claimed, self._next = self._next, []
+        if not claimed:
+            claimed = list(await self._leases.claim(self._settings.worker_id, 1, self._fits()))
         self.busy = bool(claimed)
         try:
             for job in claimed:
                 await self.process(job)
         finally:
-            self.busy = False
+            try:
+                if self._stopping.is_set():
+                    await self.give_back()
+            finally:
+                self.busy = False
         return bool(claimed)
+
+    async def give_back(self) -> None:
+        """The jobs claimed with the last completion and not started: another worker takes them
+        now, not when their lease runs out (which would cost them an attempt)."""
+        held, self._next = self._next, []
+        for job in held:
+            await self._finish(job, "failed", reason="the worker was stopped", retryable=True)
+
+    def _fits(self) -> int:
+        return largest_source(self._disk.free_bytes(self._settings.work_root), self._settings)
 
     async def process(self, job: ClaimedJob) -> str:
         """Returns how the job ended: done, failed, cancelled or lease_lost."""
@@ -207,7 +224,15 @@ class Worker:
     async def _finish(self, job: ClaimedJob, how: str, reason: str = "", retryable: bool = True) -> str:
         receipt = str(uuid.uuid4())
         try:
-            if how == "done":
+            if how == "done" and not self._stopping.is_set():
+                # The next job is claimed in the completion's own call and transaction.
+                outcome, claimed = await self._leases.complete_then_claim(
+                    job.job_id, job.token, receipt, 1, self._fits()
+                )
+                self._next = list(claimed)
+                if isinstance(outcome, Exception):
+                    raise outcome
+            elif how == "done":
                 await self._leases.complete(job.job_id, job.token, receipt)
             else:
                 await self._leases.fail(job.job_id, job.token, reason, retryable, receipt)

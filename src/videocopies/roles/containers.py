@@ -144,6 +144,11 @@ class UseCases(containers.DeclarativeContainer):
     checkpoint_copy = providers.Singleton(uc.CheckpointCopy, uow=gateways.lease_uow.provider, clock=gateways.clock)
     give_up_copy = providers.Singleton(uc.GiveUpCopy, uow=gateways.lease_uow.provider, clock=gateways.clock)
     complete_job = providers.Singleton(uc.CompleteJob, uow=gateways.lease_uow.provider, clock=gateways.clock)
+    # On the claims' pool, not the lease writes': a burst of these must never make a renewal wait.
+    complete_then_claim = providers.Singleton(
+        uc.CompleteThenClaim, uow=gateways.uow.provider, clock=gateways.clock,
+        complete=complete_job.provided.together, claim=claim_job,
+    )
     fail_job = providers.Singleton(
         uc.FailJob, uow=gateways.lease_uow.provider, clock=gateways.clock, notifier=gateways.notifier
     )

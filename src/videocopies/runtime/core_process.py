@@ -101,7 +101,8 @@ class Core:
         self.services = JobApiServices(
             authenticator=self.authenticator, waiters=self.waiters,
             renew_lease=cases.renew_lease(), checkpoint_copy=cases.checkpoint_copy(), give_up_copy=cases.give_up_copy(),
-            complete_job=cases.complete_job(), fail_job=cases.fail_job(),
+            complete_job=cases.complete_job(), complete_then_claim=cases.complete_then_claim(),
+            fail_job=cases.fail_job(),
             acknowledge_cancel=cases.acknowledge_cancel(), inspect_held_job=cases.inspect_held_job(),
             report_progress=cases.report_progress(),
             store=store, info=self.info, queued=self.outbox_news.queued, metrics=self.metrics,

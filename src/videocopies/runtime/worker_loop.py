@@ -1,6 +1,6 @@
 """A worker process's rounds until SIGTERM or SIGINT: a parked claim is abandoned at once, a job
-in hand is finished (the worker gives it back on stop), a failed round is tried again after a
-pause."""
+in hand is finished (the worker gives it back on stop), as is one claimed with the last
+completion, and a failed round is tried again after a pause."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ class Rounds(Protocol):
     busy: bool
 
     async def run_once(self) -> object: ...
+
+    async def give_back(self) -> None: ...
 
     def stop(self) -> None: ...
 
@@ -43,3 +45,7 @@ async def work_until_stopped(worker: Rounds, pause_s: float = 1.0) -> None:
         elif polling.exception() is not None:
             log.warning("worker round failed: %r", polling.exception())
             await asyncio.sleep(pause_s)
+    try:  # a stop that came between two rounds finds a job claimed with the last completion
+        await worker.give_back()
+    except Exception as error:  # noqa: BLE001 - its lease runs out and another worker takes it
+        log.warning("could not give back a job claimed with the last completion: %r", error)

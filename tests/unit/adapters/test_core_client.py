@@ -197,3 +197,39 @@ async def test_a_checkpoint_refused_for_another_reason_still_carries_fingerprint
         await leases.checkpoint(JobId("j1"), OwnerToken("t"), 0, copy)
     assert await leases.checkpoint(JobId("j1"), OwnerToken("t"), 0, copy)
     assert [("fingerprint" in q) for q in qualities] == [True, False, True]  # type: ignore[operator]
+
+
+async def test_a_core_older_than_completing_with_claims_gets_the_two_calls_it_knows() -> None:
+    """An older core refuses the claim's `complete` field (422): the worker completes, then
+    claims without waiting, and from then on does so without asking again."""
+    seen: list[tuple[str, dict[str, object]]] = []
+
+    def core(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append((request.url.path, body))
+        if request.url.path == "/v1/jobs/claim":
+            if "complete" in body:
+                return httpx.Response(422, json={"detail": "complete: extra fields not permitted"})
+            return httpx.Response(200, json={"jobs": []})
+        if body["receipt_id"] == "r-2":
+            return httpx.Response(409, json={"error": "lease_lost", "detail": "gone", "reason": "expired"})
+        return httpx.Response(200, json={"job_id": "j1", "state": "done", "copies": 1})
+
+    leases = HttpJobLeases(_client(core))
+    done, claimed = await leases.complete_then_claim(JobId("j1"), OwnerToken("t"), "r-1", 1)
+    assert done == {"job_id": "j1", "state": "done", "copies": 1} and claimed == []
+    refused, claimed = await leases.complete_then_claim(JobId("j2"), OwnerToken("t"), "r-2", 1)
+    assert isinstance(refused, LeaseLost) and refused.reason is LeaseLossReason.EXPIRED and claimed == []
+    assert [path for path, _ in seen] == [
+        "/v1/jobs/claim", "/v1/jobs/j1/complete", "/v1/jobs/claim", "/v1/jobs/j2/complete", "/v1/jobs/claim",
+    ]
+    assert all(body["wait_s"] == 0.0 for path, body in seen if path == "/v1/jobs/claim")
+
+
+async def test_a_refusal_inside_a_claim_is_raised_as_its_own_complete_call_would_be() -> None:
+    def core(request: httpx.Request) -> httpx.Response:
+        refusal = {"status": 403, "error": "not_your_job", "detail": "held by another", "reason": "not_owner"}
+        return httpx.Response(200, json={"jobs": [], "refused": refusal})
+
+    refused, claimed = await HttpJobLeases(_client(core)).complete_then_claim(JobId("j1"), OwnerToken("t"), "r", 1)
+    assert isinstance(refused, LeaseLost) and refused.reason is LeaseLossReason.NOT_OWNER and claimed == []

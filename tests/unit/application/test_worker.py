@@ -142,6 +142,49 @@ async def test_a_job_is_rendered_verified_stored_checkpointed_and_cleaned_up(rig
     assert not await rig.worker().run_once()
 
 
+async def test_the_next_job_comes_with_the_completion_of_the_last(rig: Rig) -> None:
+    first, second = await rig.order(1), await rig.order(1)
+    worker = rig.worker("a")
+    assert await worker.run_once()
+    assert rig.store.orders[first].state is OrderState.DONE
+    # Claimed in the completion's own call: held by this worker before its next round.
+    held = next(job for job in rig.store.jobs.values() if job.order_id == second)
+    assert held.state is JobState.LEASED and held.lease.worker_id == "a"
+    assert not await rig.worker("b").run_once()
+    assert await worker.run_once()
+    assert rig.store.orders[second].state is OrderState.DONE
+    assert not await worker.run_once()
+    assert rig.leftovers() == []
+
+
+async def test_a_stopping_worker_gives_back_the_job_that_came_with_its_last_completion(rig: Rig) -> None:
+    first, second = await rig.order(1), await rig.order(1)
+    worker = rig.worker("a")
+    assert await worker.run_once()
+    worker.stop()
+    await worker.give_back()
+    held = next(job for job in rig.store.jobs.values() if job.order_id == second)
+    assert held.state is JobState.QUEUED and held.lease is None  # not left to lapse, costing an attempt
+    assert rig.store.orders[first].state is OrderState.DONE
+    assert await rig.worker("b").run_once()
+    assert rig.store.orders[second].state is OrderState.DONE
+
+
+async def test_a_worker_stopped_while_rendering_gives_its_job_back_and_claims_no_other(rig: Rig) -> None:
+    first, second = await rig.order(1), await rig.order(1)
+    rig.transcoder.hang_on = 0
+    worker = rig.worker("a")
+    running = asyncio.create_task(worker.run_once())
+    while not rig.transcoder.started:
+        await asyncio.sleep(0.005)
+    worker.stop()
+    await asyncio.wait_for(running, 5)
+    jobs = {job.order_id: job for job in rig.store.jobs.values()}
+    assert jobs[first].state is JobState.QUEUED  # given back, as before
+    assert jobs[second].state is JobState.QUEUED
+    assert rig.leftovers() == []
+
+
 async def test_cancel_stops_the_render_waits_and_settles(rig: Rig) -> None:
     order_id = await rig.order(5)
     rig.transcoder.hang_on = 2

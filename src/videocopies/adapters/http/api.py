@@ -18,9 +18,9 @@ from videocopies.adapters.http.guard import BodyLimits, Guarded
 from videocopies.adapters.http.health_api import health_router
 from videocopies.adapters.http.jobs_api import JobApiServices, jobs_router, nodes_router
 from videocopies.adapters.http.relocation import Relocated, Relocation, relocation_router
-from videocopies.adapters.http.shared import Forbidden, Unauthorized, node_with_scope, problem
+from videocopies.adapters.http.shared import Forbidden, Unauthorized, node_with_scope, problem, refused
 from videocopies.application.errors import ApplicationError, NotFound
-from videocopies.domain.jobs import LeaseLossReason, LeaseLost
+from videocopies.domain.jobs import LeaseLost
 from videocopies.domain.shared import DomainError
 
 __all__ = ["JobApiServices", "Relocation", "create_app"]
@@ -51,21 +51,10 @@ def create_app(
     @app.exception_handler(LeaseLost)
     async def lease_lost(_request: Request, exc: LeaseLost) -> JSONResponse:
         services.metrics.refused.labels(exc.reason.value).inc()
-        if exc.reason is LeaseLossReason.NOT_OWNER:
-            return problem(403, "not_your_job", "this job is held by another worker", exc.reason.value)
-        return problem(409, "lease_lost", "the lease on this job is no longer yours", exc.reason.value)
+        return refused(exc)
 
-    @app.exception_handler(NotFound)
-    async def not_found(_request: Request, exc: NotFound) -> JSONResponse:
-        return problem(404, "not_found", str(exc))
-
-    @app.exception_handler(DomainError)
-    async def refused(_request: Request, exc: DomainError) -> JSONResponse:
-        return problem(409, type(exc).__name__, str(exc))
-
-    @app.exception_handler(ApplicationError)
-    async def application_error(_request: Request, exc: ApplicationError) -> JSONResponse:
-        return problem(409, type(exc).__name__, str(exc))
+    for refusal in (NotFound, DomainError, ApplicationError):
+        app.exception_handler(refusal)(_refused)
 
     node_with = node_with_scope(services.authenticator)
     app.include_router(nodes_router(node_with))
@@ -80,3 +69,7 @@ def create_app(
             app.exception_handler(error)(handler)
         app.include_router(control_router(control, node_with))
     return app
+
+
+async def _refused(_request: Request, exc: Exception) -> JSONResponse:
+    return refused(exc)

@@ -6,15 +6,18 @@ what failed on the network with the very same request."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from videocopies.adapters.http.answers import CoreRefused, claimed_from_wire
+from videocopies.adapters.http.answers import CoreRefused, claimed_from_wire, result_of
 from videocopies.adapters.http.client import CoreClient
+from videocopies.adapters.http.wire import Answer
 from videocopies.adapters.objectstore.files import hash_file
 from videocopies.application import use_cases as uc
-from videocopies.domain.jobs import CopyArtifact
+from videocopies.application.errors import NotFound
+from videocopies.domain.jobs import CopyArtifact, LeaseLost
 from videocopies.domain.quality import CopyQuality
 from videocopies.domain.shared import JobId, OwnerToken, WorkerId
 
@@ -30,15 +33,48 @@ class HttpJobLeases:
         self._core, self._wait_s, self._stats = core, wait_s, stats
         self._renewals_carry_stats = stats is not None
         self._qualities_carry_looks = True
+        self._claims_carry_completions = True
 
     async def claim(
         self, worker_id: WorkerId, limit: int, max_source_bytes: int | None = None
     ) -> Sequence[uc.ClaimedJob]:
-        body: dict[str, Any] = {"wait_s": self._wait_s, "limit": limit, "max_source_bytes": max_source_bytes}
+        answer = await self._claim(self._claim_body(limit, max_source_bytes, self._wait_s))
+        return [claimed_from_wire(job) for job in answer["jobs"]]
+
+    async def complete_then_claim(
+        self, job_id: JobId, token: OwnerToken, receipt_id: str, limit: int, max_source_bytes: int | None = None
+    ) -> tuple[dict[str, Any] | Exception, Sequence[uc.ClaimedJob]]:
+        """One call, no wait: the job completed and the next claimed in core's one transaction."""
+        if self._claims_carry_completions:
+            body = self._claim_body(limit, max_source_bytes, 0.0)
+            body["complete"] = {"job_id": job_id, "token": token, "receipt_id": receipt_id}
+            try:
+                answer = await self._claim(body)
+            except CoreRefused as refused:
+                if refused.status != 422:
+                    raise
+                # A core older than this field refuses it: complete, then claim, as before it.
+                self._claims_carry_completions = False
+            else:
+                claimed = [claimed_from_wire(job) for job in answer["jobs"]]
+                if answer.get("refused") is None:
+                    return dict(answer["completed"]), claimed
+                return _refusal(answer["refused"], job_id), claimed
+        try:
+            outcome: dict[str, Any] | Exception = await self.complete(job_id, token, receipt_id)
+        except (LeaseLost, NotFound, CoreRefused) as refused_alone:
+            outcome = refused_alone
+        answer = await self._claim(self._claim_body(limit, max_source_bytes, 0.0))
+        return outcome, [claimed_from_wire(job) for job in answer["jobs"]]
+
+    def _claim_body(self, limit: int, max_source_bytes: int | None, wait_s: float) -> dict[str, Any]:
+        body: dict[str, Any] = {"wait_s": wait_s, "limit": limit, "max_source_bytes": max_source_bytes}
         if self._stats is not None:
             body["stats"] = self._stats()
-        answer = await self._core.call("POST", "/v1/jobs/claim", body, timeout=self._wait_s + 15.0)
-        return [claimed_from_wire(job) for job in answer["jobs"]]
+        return body
+
+    async def _claim(self, body: dict[str, Any]) -> Any:
+        return await self._core.call("POST", "/v1/jobs/claim", body, timeout=body["wait_s"] + 15.0)
 
     async def renew(self, job_id: JobId, token: OwnerToken) -> bool:
         path = f"/v1/jobs/{job_id}/renew"
@@ -102,6 +138,16 @@ class HttpJobLeases:
 
     async def acknowledge_cancel(self, job_id: JobId, token: OwnerToken) -> None:
         await self._core.call("POST", f"/v1/jobs/{job_id}/cancel/acknowledge", {"token": token})
+
+
+def _refusal(refused: dict[str, Any], job_id: JobId) -> Exception:
+    """The completion's refusal, as the job's own complete call would have raised it."""
+    body = {key: value for key, value in refused.items() if key != "status"}
+    try:
+        result_of(Answer(int(refused["status"]), {}, json.dumps(body).encode()), f"/v1/jobs/{job_id}/complete")
+    except Exception as error:  # noqa: BLE001 - handed to the worker as the refusal it is
+        return error
+    return CoreRefused(int(refused["status"]), body)
 
 
 class SignedUrlJobFiles:

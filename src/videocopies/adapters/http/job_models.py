@@ -7,27 +7,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from videocopies.adapters.http.shared import IDENTIFIER, MAX_BYTES, NO_NUL, Body, StatName
+from videocopies.adapters.http.shared import IDENTIFIER, MAX_BYTES, NO_NUL, Body, Refusal, StatName
 from videocopies.domain.quality import MAX_MOMENTS, CopyQuality
 
 MAX_WAIT_S = 60.0
 WorkerStats = dict[StatName, Annotated[int, Field(ge=0, le=2**53)]]
 # A copy's perceptual hash at each moment the quality gate looks at (docs/quality.md).
 Fingerprint = Annotated[list[Annotated[int, Field(ge=0, lt=2**64)]], Field(max_length=MAX_MOMENTS)]
-
-
-class ClaimRequest(Body):
-    wait_s: float = Field(0.0, ge=0.0, le=MAX_WAIT_S, description="Long-poll for up to this many seconds.")
-    limit: int = Field(1, ge=1, le=10)
-    max_source_bytes: int | None = Field(
-        None, ge=0, le=MAX_BYTES, description="Only jobs whose source fits the worker's disk."
-    )
-    stats: WorkerStats | None = Field(
-        None, max_length=16, description="The worker's own figures (scratch_used_bytes, scratch_files), shown in "
-                                         "/metrics as videocopies_scratch{role=\"worker\"}; copies_made, cpu_ms, "
-                                         "children_cpu_ms, rss_bytes, downloaded_bytes, uploaded_bytes as "
-                                         "videocopies_worker_*{node}.",
-    )
 
 
 class CopyToRender(BaseModel):
@@ -55,6 +41,10 @@ class ClaimedJobOut(BaseModel):
 
 class ClaimResponse(BaseModel):
     jobs: list[ClaimedJobOut]
+    completed: dict[str, Any] | None = Field(default=None, description="The answer to the completion it carried.")
+    refused: Refusal | None = Field(
+        default=None, description="Or its refusal, as the job's own complete call would have been refused."
+    )
 
 
 class LeaseBody(Body):
@@ -114,6 +104,28 @@ class CheckpointResponse(BaseModel):
 
 class CompleteRequest(LeaseBody):
     receipt_id: str = Field(min_length=1, max_length=128, pattern=IDENTIFIER)
+
+
+class CompleteFirst(CompleteRequest):
+    job_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+
+
+class ClaimRequest(Body):
+    wait_s: float = Field(0.0, ge=0.0, le=MAX_WAIT_S, description="Long-poll for up to this many seconds.")
+    limit: int = Field(1, ge=1, le=10)
+    max_source_bytes: int | None = Field(
+        None, ge=0, le=MAX_BYTES, description="Only jobs whose source fits the worker's disk."
+    )
+    stats: WorkerStats | None = Field(
+        None, max_length=16, description="The worker's own figures (scratch_used_bytes, scratch_files), shown in "
+                                         "/metrics as videocopies_scratch{role=\"worker\"}; copies_made, cpu_ms, "
+                                         "children_cpu_ms, rss_bytes, downloaded_bytes, uploaded_bytes as "
+                                         "videocopies_worker_*{node}.",
+    )
+    complete: CompleteFirst | None = Field(
+        None, description="A job the worker just finished: completed in the claim's own transaction, before any "
+                          "wait, and answered in `completed` or `refused`; a refusal never costs the claim.",
+    )
 
 
 class FailRequest(CompleteRequest):

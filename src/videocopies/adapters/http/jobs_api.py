@@ -34,13 +34,21 @@ from videocopies.adapters.http.job_models import (
 )
 from videocopies.adapters.http.metrics import CoreMetrics
 from videocopies.adapters.http.relocation import Relocation
-from videocopies.adapters.http.shared import REFUSALS, Forbidden, NodeWith, SignedUrl, client_left, signed_url
+from videocopies.adapters.http.shared import (
+    REFUSALS,
+    Forbidden,
+    NodeWith,
+    SignedUrl,
+    client_left,
+    refusal,
+    signed_url,
+)
 from videocopies.application import use_cases as uc
 from videocopies.application.claims import ClaimWaiters
 from videocopies.application.errors import NotFound
 from videocopies.application.nodes import NodeAuthenticator
 from videocopies.application.ports import Node, ObjectStore
-from videocopies.domain.jobs import CopyArtifact
+from videocopies.domain.jobs import CopyArtifact, LeaseLost
 from videocopies.domain.objects.keys import copy_key
 from videocopies.domain.shared import JobId, OwnerToken, WorkerId
 
@@ -57,6 +65,7 @@ class JobApiServices:
     renew_lease: Callable[[uc.RenewLeaseCommand], Awaitable[Any]]
     checkpoint_copy: Callable[[uc.CheckpointCopyCommand], Awaitable[bool]]
     complete_job: Callable[[uc.CompleteJobCommand], Awaitable[dict[str, Any]]]
+    complete_then_claim: Callable[[uc.CompleteThenClaimCommand], Awaitable[tuple[list[Any], list[uc.ClaimedJob]]]]
     fail_job: Callable[[uc.FailJobCommand], Awaitable[dict[str, Any]]]
     acknowledge_cancel: Callable[..., Awaitable[None]]
     inspect_held_job: Callable[..., Awaitable[uc.HeldJobView]]
@@ -88,11 +97,18 @@ def jobs_router(services: JobApiServices, node_with: NodeWith) -> APIRouter:
     async def held(job_id: str, token: str, node: Node) -> uc.HeldJobView:
         return await services.inspect_held_job(JobId(job_id), OwnerToken(token), _wid(node))
 
-    @router.post("/v1/jobs/claim")
+    @router.post("/v1/jobs/claim", response_model_exclude_none=True)
     async def claim(body: ClaimRequest, node: Worker, request: Request) -> ClaimResponse:
-        """Claim up to `limit` jobs, waiting up to `wait_s` for one; an empty list when none came."""
+        """Claim up to `limit` jobs, waiting up to `wait_s` for one; an empty list when none came.
+        With `complete`, that job is completed first, in the same transaction as the claim."""
         if body.stats is not None:
             services.metrics.worker_reported(node.name, body.stats)
+        answer = ClaimResponse(jobs=[])
+        if body.complete is not None:
+            answer = await _complete_then_claim(body, _wid(node))
+            if answer.jobs or body.wait_s <= 0:
+                services.metrics.jobs_claimed([job.job_id for job in answer.jobs])
+                return answer
         claiming = asyncio.ensure_future(
             services.waiters.claim(WorkerId(node.name), body.limit, body.max_source_bytes, body.wait_s)
         )
@@ -104,13 +120,31 @@ def jobs_router(services: JobApiServices, node_with: NodeWith) -> APIRouter:
                     claiming.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await claiming
-                    return ClaimResponse(jobs=[])
+                    return answer
             jobs = await claiming
         finally:
             if gone is not None:
                 gone.cancel()
         services.metrics.jobs_claimed([job.job_id for job in jobs])
-        return ClaimResponse(jobs=[_claimed(job) for job in jobs])
+        return answer.model_copy(update={"jobs": [_claimed(job) for job in jobs]})
+
+    async def _complete_then_claim(body: ClaimRequest, worker: WorkerId) -> ClaimResponse:
+        first = body.complete
+        assert first is not None
+        completion = uc.CompleteJobCommand(JobId(first.job_id), OwnerToken(first.token), first.receipt_id, worker)
+        claim = uc.ClaimJobCommand(worker, body.limit, body.max_source_bytes)
+        (outcome,), jobs = await services.complete_then_claim(uc.CompleteThenClaimCommand([completion], claim))
+        services.queued()
+        claimed = [_claimed(job) for job in jobs]
+        if not isinstance(outcome, Exception):
+            services.metrics.job_finished(first.job_id, "done")
+            return ClaimResponse(jobs=claimed, completed=outcome)
+        if isinstance(outcome, LeaseLost):
+            services.metrics.refused.labels(outcome.reason.value).inc()
+        answer = refusal(outcome)
+        if answer is None:
+            raise outcome
+        return ClaimResponse(jobs=claimed, refused=answer)
 
     @router.post("/v1/jobs/{job_id}/renew")
     async def renew(job_id: JOB_ID, body: RenewRequest, node: Worker) -> RenewResponse:

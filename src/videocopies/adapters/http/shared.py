@@ -15,8 +15,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from videocopies.adapters.http.guard import node_of
+from videocopies.application.errors import ApplicationError, NotFound
 from videocopies.application.nodes import NodeAuthenticator
 from videocopies.application.ports import Node, ObjectStore
+from videocopies.domain.jobs import LeaseLossReason, LeaseLost
+from videocopies.domain.shared import DomainError
 
 MAX_BYTES = 2**62  # sizes are stored as bigint; anything larger is a bad request, not a crash
 # PostgreSQL text cannot hold NUL: identifiers keep to a safe alphabet, free text to no NUL.
@@ -35,6 +38,35 @@ class Problem(BaseModel):
     error: str
     detail: str
     reason: str | None = None
+
+
+class Refusal(Problem):
+    """A refusal inside a 200 answer: a claim's completion refused while the claim went on."""
+
+    status: int
+
+
+def refusal(exc: Exception) -> Refusal | None:
+    """How core answers a refused write, the same whether it refuses the request or, inside a
+    claim, only the completion the claim carried; None for what is not a refusal."""
+    if isinstance(exc, LeaseLost):
+        if exc.reason is LeaseLossReason.NOT_OWNER:
+            return Refusal(status=403, error="not_your_job", detail="this job is held by another worker",
+                           reason=exc.reason.value)
+        return Refusal(status=409, error="lease_lost", detail="the lease on this job is no longer yours",
+                       reason=exc.reason.value)
+    if isinstance(exc, NotFound):
+        return Refusal(status=404, error="not_found", detail=str(exc))
+    if isinstance(exc, DomainError | ApplicationError):
+        return Refusal(status=409, error=type(exc).__name__, detail=str(exc))
+    return None
+
+
+def refused(exc: Exception) -> JSONResponse:
+    answer = refusal(exc)
+    if answer is None:
+        raise exc
+    return problem(answer.status, answer.error, answer.detail, answer.reason)
 
 
 def problem(status: int, error: str, detail: str, reason: str | None = None, **headers: str) -> JSONResponse:

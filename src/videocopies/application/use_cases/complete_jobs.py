@@ -80,38 +80,51 @@ class CompleteJobs:
         return [outcomes[i] for i in range(len(commands))]
 
     async def _together(self, items: list[tuple[int, CompleteJobCommand]], now: datetime) -> dict[int, Outcome]:
-        out: dict[int, Outcome] = {}
         async with self._uow() as uow:
-            # One round trip: the receipts, and the jobs with their orders and accounts, locked
-            # in one order (ids sorted), so two batches never wait on each other in a cycle. A
-            # replayed completion's rows are locked too, at no harm: it is the rare case.
-            receipt_ids = [cmd.receipt_id for _, cmd in items]
-            await uow.prefetch(
-                receipts=receipt_ids, jobs=sorted({cmd.job_id for _, cmd in items}),
-                their_orders=True, their_accounts=True,
-            )
-            stored = await uow.receipts.get_many(receipt_ids)
-            recorded: dict[str, Receipt] = {}
-            closing: list[Job] = []
-            for i, cmd in items:
-                receipt = stored.get(cmd.receipt_id) or recorded.get(cmd.receipt_id)
-                if receipt is not None:
-                    out[i] = _replay(receipt, cmd)
-                    continue
-                try:
-                    job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
-                    job.complete(cmd.token, now)
-                except (LeaseLost, CopiesMissing, NotFound) as refused:
-                    out[i] = refused  # checked before anything changed: the job is untouched
-                    continue
-                out[i] = result = completion_result(job)
-                recorded[cmd.receipt_id] = Receipt.record(cmd.receipt_id, cmd.request(), result)
-                closing.append(job)
-            await _close_orders(uow, closing, now)
-            for receipt in recorded.values():
-                await uow.receipts.add(receipt)
+            out = await self.within(uow, items, now)
             await uow.commit()
         return out
+
+    async def within(
+        self, uow: UnitOfWork, items: Sequence[tuple[int, CompleteJobCommand]], now: datetime
+    ) -> dict[int, Outcome]:
+        """The completions inside a transaction the caller commits: each fenced and answered on
+        its own (a refusal changes nothing); what would refuse them all is raised."""
+        out: dict[int, Outcome] = {}
+        # One round trip: the receipts, and the jobs with their orders and accounts, locked
+        # in one order (ids sorted), so two batches never wait on each other in a cycle. A
+        # replayed completion's rows are locked too, at no harm: it is the rare case.
+        receipt_ids = [cmd.receipt_id for _, cmd in items]
+        await uow.prefetch(
+            receipts=receipt_ids, jobs=sorted({cmd.job_id for _, cmd in items}),
+            their_orders=True, their_accounts=True,
+        )
+        stored = await uow.receipts.get_many(receipt_ids)
+        recorded: dict[str, Receipt] = {}
+        closing: list[Job] = []
+        for i, cmd in items:
+            receipt = stored.get(cmd.receipt_id) or recorded.get(cmd.receipt_id)
+            if receipt is not None:
+                out[i] = _replay(receipt, cmd)
+                continue
+            try:
+                job = await load_job(uow, cmd.job_id, cmd.worker_id, cmd.token)
+                job.complete(cmd.token, now)
+            except (LeaseLost, CopiesMissing, NotFound) as refused:
+                out[i] = refused  # checked before anything changed: the job is untouched
+                continue
+            out[i] = result = completion_result(job)
+            recorded[cmd.receipt_id] = Receipt.record(cmd.receipt_id, cmd.request(), result)
+            closing.append(job)
+        await _close_orders(uow, closing, now)
+        for receipt in recorded.values():
+            await uow.receipts.add(receipt)
+        return out
+
+    async def count_refusals(self, commands: Sequence[CompleteJobCommand], outcomes: Sequence[Outcome]) -> None:
+        """The zombies among answered completions, counted as `__call__` counts its own."""
+        zombies = [(o, cmd.worker_id) for cmd, o in zip(commands, outcomes, strict=True) if isinstance(o, LeaseLost)]
+        await self._count_refusals(zombies, self._clock.now())
 
     async def _count_refusals(self, zombies: list[tuple[LeaseLost, WorkerId | None]], now: datetime) -> None:
         """Zombies' completions counted in one transaction of their own, as a single one is."""
