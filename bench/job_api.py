@@ -2,7 +2,9 @@
 connections), as in production.
 
 - claim + complete per second with 4, 16 and 64 HTTP workers (no-op jobs, in a process of
-  their own so the client's CPU is not core's);
+  their own so the client's CPU is not core's), each claim carrying the completion of the job
+  in hand as workers send it (`claim_complete_per_s`), and with a complete call of its own as
+  before (`claim_then_complete_per_s`);
 - `idle_sql_per_s`: statements per second (pg_stat_statements) while 2,000 clients, in
   another process, long-poll an empty queue;
 - `wake_p50_ms` / `wake_p95_ms`: from a producer's COMMIT (announced by NOTIFY, as core
@@ -84,24 +86,35 @@ def _insert_jobs(url: str, first: int, last: int, announce: bool = False) -> flo
     return committed
 
 
-async def _drain(core_url: str, tokens: list[str], workers: int) -> tuple[float, int]:
+async def _drain(core_url: str, tokens: list[str], workers: int, apart: bool) -> tuple[float, int]:
+    """As workers drain: each claim carries the completion of the job in hand (one call, one
+    transaction), or, `apart`, a claim and then a complete call of its own (as before)."""
     done = 0
     clients = [httpx.AsyncClient(base_url=core_url, timeout=30, headers={"Authorization": f"Bearer {t}"})
                for t in tokens[:workers]]
 
     async def worker(http: httpx.AsyncClient) -> None:
         nonlocal done
+        held: dict[str, Any] | None = None
         while True:
-            answer = await http.post("/v1/jobs/claim", json={"limit": 1})
-            jobs = answer.json()["jobs"]
-            if not jobs:
-                return
-            for job in jobs:
-                body = {"token": job["token"], "receipt_id": uuid.uuid4().hex}
-                answer = await http.post(f"/v1/jobs/{job['job_id']}/complete", json=body)
-                if answer.status_code != 200:
-                    raise RuntimeError(f"complete: HTTP {answer.status_code} {answer.text}")
+            body: dict[str, Any] = {"limit": 1}
+            if held is not None:
+                body["complete"] = {"job_id": held["job_id"], "token": held["token"], "receipt_id": uuid.uuid4().hex}
+            answer = (await http.post("/v1/jobs/claim", json=body)).json()
+            if held is not None:
+                if "completed" not in answer:
+                    raise RuntimeError(f"complete: {answer}")
                 done += 1
+            held = answer["jobs"][0] if answer["jobs"] else None
+            if held is None:
+                return
+            if apart:
+                receipt = {"token": held["token"], "receipt_id": uuid.uuid4().hex}
+                completed = await http.post(f"/v1/jobs/{held['job_id']}/complete", json=receipt)
+                if completed.status_code != 200:
+                    raise RuntimeError(f"complete: HTTP {completed.status_code} {completed.text}")
+                done += 1
+                held = None
 
     began = time.perf_counter()
     await asyncio.gather(*(worker(http) for http in clients))
@@ -111,15 +124,17 @@ async def _drain(core_url: str, tokens: list[str], workers: int) -> tuple[float,
     return seconds, done
 
 
-def _drain_in_process(args: tuple[str, list[str], int]) -> tuple[float, int]:
+def _drain_in_process(args: tuple[str, list[str], int, bool]) -> tuple[float, int]:
     return uvloop.run(_drain(*args))
 
 
-def throughput(core_url: str, url: str, tokens: list[str], workers: int, jobs: int, first: int) -> float:
+def throughput(
+    core_url: str, url: str, tokens: list[str], workers: int, jobs: int, first: int, apart: bool = False
+) -> float:
     _insert_jobs(url, first, first + jobs - 1, announce=True)
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as ex:
-        seconds, done = ex.submit(_drain_in_process, (core_url, tokens, workers)).result()
+        seconds, done = ex.submit(_drain_in_process, (core_url, tokens, workers, apart)).result()
     assert done == jobs, (done, jobs)
     return round(done / seconds, 1)
 
@@ -354,12 +369,15 @@ def main() -> None:
         with CoreProcess(bouncer.url("job_api"), listen_url=url, log_path=core_log, **env) as core:
             assert core.process is not None
             first = 1
-            rates = {}
+            rates: dict[str, float] = {}
+            apart: dict[str, float] = {}
             for workers in [int(w) for w in args.workers.split(",") if w]:
-                rates[str(workers)] = throughput(core.url, url, tokens, workers, args.jobs, first)
-                first += args.jobs
-                print(f"{workers} workers: {rates[str(workers)]} jobs/s", file=sys.stderr, flush=True)
+                for way, rate in (("together", rates), ("apart", apart)):
+                    rate[str(workers)] = throughput(core.url, url, tokens, workers, args.jobs, first, way == "apart")
+                    first += args.jobs
+                    print(f"{workers} workers, {way}: {rate[str(workers)]} jobs/s", file=sys.stderr, flush=True)
             figures["claim_complete_per_s"] = rates
+            figures["claim_then_complete_per_s"] = apart
 
             first = idle_and_wake(core, url, crowd_tokens, args, first, figures)
             print(json.dumps({k: v for k, v in figures.items() if k.startswith("wake")}), file=sys.stderr, flush=True)

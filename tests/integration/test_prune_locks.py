@@ -60,7 +60,7 @@ BATCH = 1000
 # The index each walk must range over.
 INDEXES = {
     Transient.INBOX: "pk_inbox", Transient.OUTBOX: "pk_outbox", Transient.RECEIPTS: "ix_receipts_created_at",
-    Transient.QUOTES: "ix_orders_quoted", Transient.CHECKPOINTS: "ix_job_checkpoints_created_at",
+    Transient.QUOTES: "ix_orders_unconfirmed", Transient.CHECKPOINTS: "ix_job_checkpoints_created_at",
 }
 
 

@@ -27,8 +27,9 @@ from videocopies.adapters.postgres import queries
 # told apart by SQLSTATE alone: VCL01 lease lost, VCC01 capacity full, VCS01 source gone (0023);
 # 9: the language a user chose with /language (bot_users.chosen_language, 0025); 10: buttons that lapse
 # (a sent quote's Confirm) kept and swept by core (lapsing_buttons, 0026); 11: an account loads its working
-# lots only, and the lots a use case names (videocopies_load's `lots`, 0027)
-CODE_LEVEL = 11
+# lots only, and the lots a use case names (videocopies_load's `lots`, 0027); 12: the quotes' prune walk ranges
+# over ix_orders_unconfirmed (orders.confirmed_at, 0028), so no index names an order's state
+CODE_LEVEL = 12
 DEFAULT_CAPACITY = 10_000
 
 

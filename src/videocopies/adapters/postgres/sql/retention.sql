@@ -73,7 +73,8 @@ locked AS (SELECT t.receipt_id FROM receipts t WHERE t.receipt_id = ANY(ARRAY(SE
 walked AS (
     SELECT o.quote_expires_at, o.order_id, false AS late
       FROM orders o
-     WHERE o.state = 'quoted' AND o.quote_expires_at <= %(cutoff)s AND o.quote_expires_at >= %(k0)s
+     WHERE o.confirmed_at IS NULL AND o.state = 'quoted'
+       AND o.quote_expires_at <= %(cutoff)s AND o.quote_expires_at >= %(k0)s
        AND (o.quote_expires_at, o.order_id) > (%(k0)s, %(k1)s)
      ORDER BY o.quote_expires_at, o.order_id LIMIT %(limit)s
 ), due AS (

@@ -28,6 +28,8 @@ orders = Table(
     when("created_at"),
     Column("version", Integer, nullable=False),
     Column("source_bytes", BigInteger, nullable=False, server_default=text("0")),
+    # When it stopped being a quote: set by a trigger (0028), named by no code but the prune walk.
+    when("confirmed_at", nullable=True),
     CheckConstraint(
         "state IN ('quoted', 'confirmed', 'running', 'done', 'cancelling', 'cancelled', 'failed')",
         name="state",
@@ -35,8 +37,9 @@ orders = Table(
     CheckConstraint("total = copies * price_per_copy", name="total"),
     Index(None, "user_id", "created_at"),
     Index(None, "created_at"),  # the control panel's latest orders
-    # Pruning walks the quotes never confirmed by expiry (0020).
-    Index("ix_orders_quoted", "quote_expires_at", postgresql_where=text("state = 'quoted'")),
+    # Pruning walks the quotes never confirmed by expiry. No index names `state`, so an order's
+    # updates (running, each copy, done) stay heap-only (0028).
+    Index("ix_orders_unconfirmed", "quote_expires_at", postgresql_where=text("confirmed_at IS NULL")),
 )
 
 capacity_slots = Table(
