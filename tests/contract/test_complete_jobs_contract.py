@@ -54,6 +54,18 @@ async def state_of(b: Backend, job_id: JobId) -> tuple[JobState, OrderState, int
         return job.state, order.state, len(closed)
 
 
+async def one_lapsed_by_the_database(b: Backend) -> tuple[uc.ClaimedJob, uc.ClaimedJob]:
+    """Two rendered jobs, the first on a lease the database's clock has passed while ours stood
+    still (skipped on memory, which has no second clock)."""
+    if b.name == "memory":
+        pytest.skip("memory has no second clock: the domain's check is the only one")
+    b.clock.set(datetime.now(UTC))
+    (late,) = await rendered_jobs(b, range(1, 2), ttl=timedelta(seconds=2))
+    (early,) = await rendered_jobs(b, range(2, 3))
+    await asyncio.sleep(2.5)  # the database's clock passes the short lease; ours stands still
+    return late, early
+
+
 async def refusals(b: Backend) -> int:
     async with b.new_uow() as uow:
         return await uow.refusals.count()
@@ -146,12 +158,7 @@ async def test_the_database_fence_refuses_one_completion_and_commits_the_rest(ba
     """The lease is checked again against the database's clock when the batch is written:
     one that ran out meanwhile is refused on its own, and the batch commits without it."""
     b = backend
-    if b.name == "memory":
-        pytest.skip("memory has no second clock: the domain's check is the only one")
-    b.clock.set(datetime.now(UTC))
-    (late,) = await rendered_jobs(b, range(1, 2), ttl=timedelta(seconds=2))
-    (early,) = await rendered_jobs(b, range(2, 3))
-    await asyncio.sleep(2.5)  # the database's clock passes the short lease; ours stands still
+    late, early = await one_lapsed_by_the_database(b)
     outcomes = await b.cases.complete_job().together([command(late), command(early)])
     assert outcomes[1] == {"job_id": early.job_id, "state": "done", "copies": 1}
     assert isinstance(outcomes[0], LeaseLost) and outcomes[0].reason is LeaseLossReason.EXPIRED
