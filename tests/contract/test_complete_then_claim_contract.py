@@ -69,7 +69,7 @@ async def test_a_refused_completion_never_costs_the_claim(backend: Backend) -> N
     assert await refusals(b) == 1  # the zombie's write is counted, as a single one is
 
 
-async def test_a_retried_call_is_answered_from_its_receipts_and_claims_afresh(backend: Backend) -> None:
+async def test_a_retried_call_gets_the_same_answers_and_the_same_jobs(backend: Backend) -> None:
     b = backend
     (job,) = await rendered_jobs(b, range(1, 2))
     await queued(b, range(2, 4))
@@ -77,10 +77,23 @@ async def test_a_retried_call_is_answered_from_its_receipts_and_claims_afresh(ba
     balance = await balance_of(b, 1)
     # The answer was lost on its way: the worker sends the same call again.
     again, claimed_again = await b.cases.complete_then_claim()(then_claim([command(job)], limit=1))
-    assert again == first
-    assert len(claimed) == len(claimed_again) == 1 and claimed[0].job_id != claimed_again[0].job_id
+    assert again == first and claimed_again == claimed  # the same job and token, not another job
     assert await balance_of(b, 1) == balance  # the order was settled once, not twice
     assert await state_of(b, job.job_id) == (JobState.DONE, OrderState.DONE, 1)
+    # The job the lost answer named is still there for the next claim; nothing was orphaned.
+    (left,) = await b.cases.claim_job()(uc.ClaimJobCommand(WORKER, 5))
+    assert left.job_id not in (job.job_id, claimed[0].job_id)
+
+
+async def test_a_refused_completion_retried_still_gets_the_job_its_claim_took(backend: Backend) -> None:
+    b = backend
+    (job,) = await rendered_jobs(b, range(1, 2))
+    await queued(b, range(2, 4))
+    stale = then_claim([command(job, token="not-the-token")], limit=1)
+    refused, claimed = await b.cases.complete_then_claim()(stale)
+    again, claimed_again = await b.cases.complete_then_claim()(stale)
+    assert isinstance(refused[0], LeaseLost) and isinstance(again[0], LeaseLost)
+    assert claimed_again == claimed and len(claimed) == 1
 
 
 async def test_a_lapsed_lease_is_refused_and_its_job_claimed_afresh(backend: Backend) -> None:

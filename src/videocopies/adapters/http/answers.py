@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -12,9 +11,8 @@ import attrs
 from videocopies.adapters.http.wire import Answer
 from videocopies.application import use_cases as uc
 from videocopies.application.errors import NotFound
-from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.jobs import LeaseLossReason, LeaseLost
-from videocopies.domain.shared import JobId, OrderId, OwnerToken
+from videocopies.domain.shared import JobId
 
 if TYPE_CHECKING:
     import httpx
@@ -67,10 +65,4 @@ def result_of(answer: Answer, path: str) -> Any:
 
 
 def claimed_from_wire(data: dict[str, Any]) -> uc.ClaimedJob:
-    return uc.ClaimedJob(
-        JobId(data["job_id"]), OrderId(data["order_id"]), OwnerToken(data["token"]),
-        datetime.fromisoformat(data["lease_until"]), int(data["attempt"]), data["source_key"],
-        tuple((int(c["index"]), EffectsPlan.from_dict(c["plan"])) for c in data["remaining"]),
-        # A core of an older release says nothing of the copies made before: none are held against.
-        tuple((int(c["index"]), tuple(map(int, c["fingerprint"]))) for c in data.get("made", ())),
-    )
+    return uc.ClaimedJob.from_record(data)

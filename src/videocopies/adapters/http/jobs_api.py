@@ -21,8 +21,6 @@ from videocopies.adapters.http.job_models import (
     ClaimRequest,
     ClaimResponse,
     CompleteRequest,
-    CopyMade,
-    CopyToRender,
     FailRequest,
     GiveUpRequest,
     LeaseBody,
@@ -260,11 +258,4 @@ def _wid(node: Node) -> WorkerId:
 
 
 def _claimed(job: uc.ClaimedJob) -> ClaimedJobOut:
-    return ClaimedJobOut(
-        job_id=job.job_id, order_id=job.order_id, token=job.token, lease_until=job.lease_until,
-        attempt=job.attempt, source_key=job.source_key,
-        remaining=[CopyToRender(index=index, plan=plan.to_dict()) for index, plan in job.remaining],
-        made=[CopyMade(index=index, fingerprint=list(look)) for index, look in job.made_looks],
-    )
-
-
+    return ClaimedJobOut.model_validate(job.to_record())

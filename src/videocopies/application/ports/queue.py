@@ -32,6 +32,25 @@ class ClaimedJob:
     # each new copy against them too, so a takeover cannot deliver a near-duplicate of one.
     made_looks: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
+    def to_record(self) -> dict[str, Any]:
+        """As JSON: how the Job API spells it, and how a claim's receipt keeps it."""
+        return {
+            "job_id": self.job_id, "order_id": self.order_id, "token": self.token,
+            "lease_until": self.lease_until.isoformat(), "attempt": self.attempt, "source_key": self.source_key,
+            "remaining": [{"index": index, "plan": plan.to_dict()} for index, plan in self.remaining],
+            "made": [{"index": index, "fingerprint": list(look)} for index, look in self.made_looks],
+        }
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> ClaimedJob:
+        return cls(
+            JobId(data["job_id"]), OrderId(data["order_id"]), OwnerToken(data["token"]),
+            datetime.fromisoformat(data["lease_until"]), int(data["attempt"]), data["source_key"],
+            tuple((int(c["index"]), EffectsPlan.from_dict(c["plan"])) for c in data["remaining"]),
+            # A core of an older release says nothing of the copies made before: none are held against.
+            tuple((int(c["index"]), tuple(map(int, c["fingerprint"]))) for c in data.get("made", ())),
+        )
+
 
 class JobLeases(Protocol):
     """The queue as a worker sees it: only the jobs it holds, never coins or orders."""

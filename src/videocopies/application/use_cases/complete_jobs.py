@@ -86,17 +86,19 @@ class CompleteJobs:
         return out
 
     async def within(
-        self, uow: UnitOfWork, items: Sequence[tuple[int, CompleteJobCommand]], now: datetime
+        self, uow: UnitOfWork, items: Sequence[tuple[int, CompleteJobCommand]], now: datetime,
+        also_receipts: Sequence[str] = (),
     ) -> dict[int, Outcome]:
         """The completions inside a transaction the caller commits: each fenced and answered on
-        its own (a refusal changes nothing); what would refuse them all is raised."""
+        its own (a refusal changes nothing); what would refuse them all is raised. The caller's
+        `also_receipts` are read in the same round trip."""
         out: dict[int, Outcome] = {}
         # One round trip: the receipts, and the jobs with their orders and accounts, locked
         # in one order (ids sorted), so two batches never wait on each other in a cycle. A
         # replayed completion's rows are locked too, at no harm: it is the rare case.
         receipt_ids = [cmd.receipt_id for _, cmd in items]
         await uow.prefetch(
-            receipts=receipt_ids, jobs=sorted({cmd.job_id for _, cmd in items}),
+            receipts=[*receipt_ids, *also_receipts], jobs=sorted({cmd.job_id for _, cmd in items}),
             their_orders=True, their_accounts=True,
         )
         stored = await uow.receipts.get_many(receipt_ids)
