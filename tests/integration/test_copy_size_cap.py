@@ -18,7 +18,8 @@ from videocopies.adapters.memory import ManualClock
 from videocopies.adapters.objectstore import FilesystemObjectStore
 from videocopies.adapters.probe import PyAvProber
 from videocopies.application import use_cases as uc
-from videocopies.application.worker import Worker, WorkerSettings
+from videocopies.application.worker import Worker
+from videocopies.application.worker_settings import WorkerSettings
 from videocopies.domain.coins import LotKind
 from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.orders import CopyState, OrderState

@@ -19,7 +19,8 @@ from videocopies.adapters.memory.objectstore import InMemoryObjectStore
 from videocopies.adapters.probe import PyAvProber
 from videocopies.adapters.quality import PyAvCopyInspector
 from videocopies.application import use_cases as uc
-from videocopies.application.worker import Worker, WorkerSettings
+from videocopies.application.worker import Worker
+from videocopies.application.worker_settings import WorkerSettings
 from videocopies.domain.coins import LotKind
 from videocopies.domain.effects import EffectsPlan
 from videocopies.domain.orders import OrderState

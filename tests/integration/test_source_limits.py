@@ -32,7 +32,8 @@ from videocopies.adapters.probe import (
 )
 from videocopies.adapters.probe.source import inspect_source_blocking
 from videocopies.application import use_cases as uc
-from videocopies.application.worker import Worker, WorkerSettings
+from videocopies.application.worker import Worker
+from videocopies.application.worker_settings import WorkerSettings
 from videocopies.domain.coins import LotKind
 from videocopies.domain.jobs import JobState
 from videocopies.domain.orders import OrderState

@@ -26,9 +26,9 @@ from videocopies.application.ports import (
 )
 from videocopies.application.progress import ProgressReports
 from videocopies.application.worker_figures import WorkerFigures
+from videocopies.application.worker_settings import NotEnoughDisk, WorkerSettings, disk_needed, largest_source
 from videocopies.domain.jobs import CopyArtifact, LeaseLost
 from videocopies.domain.quality import QualityThresholds
-from videocopies.domain.shared import WorkerId
 
 log = logging.getLogger(__name__)
 # How long a job's last word waits for a renewal or figure already sent (their HTTP calls time out later).
@@ -39,52 +39,11 @@ class CancelRequested(Exception):
     """Core asked for the job to stop; the copy in hand was finished and recorded."""
 
 
-
-
-
-
 @attrs.define
 class BadSource(Exception):
     """The source cannot be made into copies at all; retrying elsewhere will not help."""
 
     reason: str
-
-
-@attrs.define
-class NotEnoughDisk(Exception):
-    needed: int
-    free: int
-
-    def __str__(self) -> str:
-        return f"not enough disk: needs {self.needed} bytes, {self.free} free"
-
-
-@attrs.frozen
-class WorkerSettings:
-    worker_id: WorkerId
-    work_root: Path
-    renew_every_s: float = 10.0
-    progress_every_s: float = 2.5  # how often at most the user's progress bar may move
-    # Copy size to source size: 0.3-0.5 typically, 2.08 at worst measured (grain 6 at CRF 20
-    # on a synthetic 720x1280 clip, in `make demo`), so budget 2.2 and a margin on top.
-    copy_to_source: float = 2.2
-    margin: float = 1.5
-    duration_tolerance_s: float = 0.25
-    max_copy_bytes: int | None = None  # the largest copy the Bot API server takes (upload_bytes)
-
-
-def disk_needed(source_bytes: int, copies: int, settings: WorkerSettings) -> int:
-    """Source, one copy being rendered, and the finished copies not yet stored, with margin.
-    Copies are uploaded and deleted one by one, so at most two exist at once."""
-    at_once = source_bytes + 2 * int(source_bytes * settings.copy_to_source)
-    return int(at_once * settings.margin) if copies else 0
-
-
-def largest_source(free_bytes: int, settings: WorkerSettings) -> int:
-    """The biggest source whose job fits in `free_bytes` (the inverse of disk_needed)."""
-    return int(free_bytes / (settings.margin * (1 + 2 * settings.copy_to_source)))
-
-
 
 
 class Worker:
@@ -307,8 +266,6 @@ class Worker:
                 # Asked between renewals (a user who blocked the bot, a Cancel press): no
                 # further copy is begun, rather than rendering on until the next renewal.
                 raise CancelRequested(job.job_id)
-
-
 
 
 async def _not_abandoned(operation: Any) -> Any:

@@ -22,8 +22,9 @@ from videocopies.adapters.process_figures import process_figures
 from videocopies.adapters.quality import PyAvCopyInspector
 from videocopies.adapters.scratch import scratch_stats
 from videocopies.application.ports import JobFiles
-from videocopies.application.worker import Worker, WorkerSettings
+from videocopies.application.worker import Worker
 from videocopies.application.worker_figures import WorkerFigures
+from videocopies.application.worker_settings import WorkerSettings
 from videocopies.domain.shared import WorkerId
 from videocopies.roles.nodes_link import core_client, identified
 from videocopies.runtime.worker_loop import work_until_stopped

@@ -10,7 +10,8 @@ from test_worker import USER, Rig, ScriptedProber
 
 from videocopies.adapters.inprocess import InProcessJobLeases, StoreJobFiles
 from videocopies.application import use_cases as uc
-from videocopies.application.worker import Worker, WorkerSettings
+from videocopies.application.worker import Worker
+from videocopies.application.worker_settings import WorkerSettings
 from videocopies.domain.shared import WorkerId
 
 

@@ -15,7 +15,8 @@ from videocopies.adapters.memory.objectstore import InMemoryObjectStore
 from videocopies.application import use_cases as uc
 from videocopies.application.errors import UnusableMedia
 from videocopies.application.ports import CopyLook, ProbeResult
-from videocopies.application.worker import Worker, WorkerSettings, disk_needed
+from videocopies.application.worker import Worker
+from videocopies.application.worker_settings import WorkerSettings, disk_needed
 from videocopies.domain.coins import LotKind
 from videocopies.domain.jobs import JobState
 from videocopies.domain.orders import CopyState, OrderState
