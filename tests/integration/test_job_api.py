@@ -14,7 +14,6 @@ import attrs
 import httpx
 import pytest
 
-from videocopies.adapters.http.answers import claimed_from_wire
 from videocopies.adapters.http.client import CoreClient
 from videocopies.adapters.http.job_leases import HttpJobLeases
 from videocopies.adapters.postgres import migrate
@@ -263,7 +262,7 @@ async def test_a_takeover_claim_carries_how_the_copies_made_before_it_look(api: 
                                [job["job_id"]])
         (taken,) = (await b.post("/v1/jobs/claim", json={})).json()["jobs"]
     assert taken["job_id"] == job["job_id"] and taken["made"] == [{"index": 0, "fingerprint": look}]
-    assert claimed_from_wire(taken).made_looks == ((0, tuple(look)),)
+    assert uc.ClaimedJob.from_record(taken).made_looks == ((0, tuple(look)),)
 
 
 async def test_the_worker_learns_of_a_cancel_and_acknowledges_it(api: Api) -> None:

@@ -1,5 +1,5 @@
 """What core's answers mean to a node: a result, a refusal (`CoreRefused`, `LeaseLost`,
-`NotFound`), the relocation a deploy sends, and a claimed job as the Job API spells it."""
+`NotFound`), the relocation a deploy sends."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from videocopies.adapters.http.wire import Answer
-from videocopies.application import use_cases as uc
 from videocopies.application.errors import NotFound
 from videocopies.domain.jobs import LeaseLossReason, LeaseLost
 from videocopies.domain.shared import JobId
@@ -54,15 +53,17 @@ def result_of(answer: Answer, path: str) -> Any:
         body = {"detail": answer.body[:200].decode(errors="replace")}
     if answer.status < 300:
         return body
+    raise refusal_of(answer.status, body, path)
+
+
+def refusal_of(status: int, body: Any, path: str) -> Exception:
+    """What a refused call at `path` raises: its own answer, or the refusal a claim reports of
+    the completion it carried."""
     reason = body.get("reason") if isinstance(body, dict) else None
     error = body.get("error") if isinstance(body, dict) else None
     if error in ("lease_lost", "not_your_job"):
         job_id = path.split("/")[3]
-        raise LeaseLost(JobId(job_id), LeaseLossReason(reason or "not_leased"))
-    if answer.status == 404:
-        raise NotFound("job", path)
-    raise CoreRefused(answer.status, body if isinstance(body, dict) else {"detail": str(body)})
-
-
-def claimed_from_wire(data: dict[str, Any]) -> uc.ClaimedJob:
-    return uc.ClaimedJob.from_record(data)
+        return LeaseLost(JobId(job_id), LeaseLossReason(reason or "not_leased"))
+    if status == 404:
+        return NotFound("job", path)
+    return CoreRefused(status, body if isinstance(body, dict) else {"detail": str(body)})

@@ -6,14 +6,12 @@ what failed on the network with the very same request."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from videocopies.adapters.http.answers import CoreRefused, claimed_from_wire, result_of
+from videocopies.adapters.http.answers import CoreRefused, refusal_of
 from videocopies.adapters.http.client import CoreClient
-from videocopies.adapters.http.wire import Answer
 from videocopies.adapters.objectstore.files import hash_file
 from videocopies.application import use_cases as uc
 from videocopies.application.errors import NotFound
@@ -39,7 +37,7 @@ class HttpJobLeases:
         self, worker_id: WorkerId, limit: int, max_source_bytes: int | None = None
     ) -> Sequence[uc.ClaimedJob]:
         answer = await self._claim(self._claim_body(limit, max_source_bytes, self._wait_s))
-        return [claimed_from_wire(job) for job in answer["jobs"]]
+        return [uc.ClaimedJob.from_record(job) for job in answer["jobs"]]
 
     async def complete_then_claim(
         self, job_id: JobId, token: OwnerToken, receipt_id: str, limit: int, max_source_bytes: int | None = None
@@ -56,16 +54,18 @@ class HttpJobLeases:
                 # A core older than this field refuses it: complete, then claim, as before it.
                 self._claims_carry_completions = False
             else:
-                claimed = [claimed_from_wire(job) for job in answer["jobs"]]
+                claimed = [uc.ClaimedJob.from_record(job) for job in answer["jobs"]]
                 if answer.get("refused") is None:
                     return dict(answer["completed"]), claimed
-                return _refusal(answer["refused"], job_id), claimed
+                # The refusal as the job's own complete call would have raised it.
+                body = {key: value for key, value in answer["refused"].items() if key != "status"}
+                return refusal_of(answer["refused"]["status"], body, f"/v1/jobs/{job_id}/complete"), claimed
         try:
             outcome: dict[str, Any] | Exception = await self.complete(job_id, token, receipt_id)
         except (LeaseLost, NotFound, CoreRefused) as refused_alone:
             outcome = refused_alone
         answer = await self._claim(self._claim_body(limit, max_source_bytes, 0.0))
-        return outcome, [claimed_from_wire(job) for job in answer["jobs"]]
+        return outcome, [uc.ClaimedJob.from_record(job) for job in answer["jobs"]]
 
     def _claim_body(self, limit: int, max_source_bytes: int | None, wait_s: float) -> dict[str, Any]:
         body: dict[str, Any] = {"wait_s": wait_s, "limit": limit, "max_source_bytes": max_source_bytes}
@@ -138,16 +138,6 @@ class HttpJobLeases:
 
     async def acknowledge_cancel(self, job_id: JobId, token: OwnerToken) -> None:
         await self._core.call("POST", f"/v1/jobs/{job_id}/cancel/acknowledge", {"token": token})
-
-
-def _refusal(refused: dict[str, Any], job_id: JobId) -> Exception:
-    """The completion's refusal, as the job's own complete call would have raised it."""
-    body = {key: value for key, value in refused.items() if key != "status"}
-    try:
-        result_of(Answer(int(refused["status"]), {}, json.dumps(body).encode()), f"/v1/jobs/{job_id}/complete")
-    except Exception as error:  # noqa: BLE001 - handed to the worker as the refusal it is
-        return error
-    return CoreRefused(int(refused["status"]), body)
 
 
 class SignedUrlJobFiles:
