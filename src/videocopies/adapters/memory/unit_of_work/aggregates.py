@@ -114,7 +114,9 @@ class _Jobs(_Aggregates[Job]):
                 break
         return taken
 
-    async def claimable(self, now: datetime, limit: int, max_source_bytes: int | None = None) -> Sequence[Job]:
+    async def claimable(
+        self, now: datetime, limit: int, max_source_bytes: int | None = None, *, receipts: Sequence[str] = ()
+    ) -> Sequence[Job]:
         def ready(job: Job) -> bool:
             if max_source_bytes is not None and job.source_bytes > max_source_bytes:
                 return False

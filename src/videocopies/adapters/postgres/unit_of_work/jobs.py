@@ -57,11 +57,13 @@ class PostgresJobs:
     async def add(self, job: Job) -> None:
         self.added[job.job_id] = job
 
-    async def claimable(self, now: datetime, limit: int, max_source_bytes: int | None = None) -> Sequence[Job]:
+    async def claimable(
+        self, now: datetime, limit: int, max_source_bytes: int | None = None, *, receipts: Sequence[str] = ()
+    ) -> Sequence[Job]:
         """Locked, skipping rows others hold, and read with their orders in the same round trip:
         every claimer reads a claimed job's order next."""
         claim = {"now": now, "limit": limit, "max_bytes": max_source_bytes}
-        found = await self._uow.read({"claim": claim, "their_orders": True})
+        found = await self._uow.read({"claim": claim, "their_orders": True, "receipts": list(receipts)})
         return [self.loaded[JobId(job_id)][0] for job_id in found["claimed"]]
 
     async def expired(self, now: datetime, limit: int) -> Sequence[Job]:

@@ -172,6 +172,10 @@ class PostgresUnitOfWork:
         """One call of videocopies_load; what it finds is remembered by the repositories. Accounts
         come with their working lots and those named in `lots`, never every lot (the key asks)."""
         reads = {"lots": []} | reads
+        if "receipts" in reads:  # a receipt read once in this transaction is not read again
+            reads["receipts"] = [r for r in dict.fromkeys(reads["receipts"]) if r not in self.receipts.known]
+            if not reads["receipts"]:
+                del reads["receipts"]
         try:
             found = await self._load(write_set.load_statement(self.conn, reads))
         except psycopg.Error as error:
