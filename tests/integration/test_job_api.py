@@ -179,6 +179,20 @@ async def test_a_claim_whose_client_left_stops_waiting(api: Api) -> None:
         assert job["attempt"] == 1  # nobody claimed it on the gone client's behalf
 
 
+async def test_a_parked_claim_sent_again_after_its_answer_was_lost_gets_the_same_job(api: Api) -> None:
+    async with api.client("worker-a") as worker:
+        parked = asyncio.create_task(worker.post("/v1/jobs/claim", json={"wait_s": 10, "receipt_id": "claim-1"}))
+        while api.core.waiters.parked < 1:
+            await asyncio.sleep(0.01)
+        await api.order(user=9)
+        (job,) = (await parked).json()["jobs"]  # the answer the worker never got
+        again = await worker.post("/v1/jobs/claim", json={"wait_s": 0, "receipt_id": "claim-1"})
+        assert again.json()["jobs"] == [job]
+        await api.order(user=10)
+        (other,) = (await worker.post("/v1/jobs/claim", json={"receipt_id": "claim-2"})).json()["jobs"]
+        assert other["job_id"] != job["job_id"]
+
+
 async def test_checkpoint_complete_and_a_retried_completion(api: Api) -> None:
     order_id = await api.order(user=3, copies=1)
     async with api.client("worker-a") as worker:

@@ -88,11 +88,14 @@ class ClaimWaiters:
                 waiter.answer.set_result(())
 
     async def claim(
-        self, worker_id: WorkerId, limit: int, max_source_bytes: int | None, wait_s: float
+        self, worker_id: WorkerId, limit: int, max_source_bytes: int | None, wait_s: float,
+        receipt_id: str | None = None,
     ) -> Sequence[ClaimedJob]:
+        """`receipt_id`: the claim keeps a receipt of what it took (ClaimJobCommand); a caller
+        sending it again after a lost answer asks with no wait, so it looks at once."""
         if self._closed:
             return ()  # the worker asks again, at another core
-        command = ClaimJobCommand(worker_id, limit, max_source_bytes)
+        command = ClaimJobCommand(worker_id, limit, max_source_bytes, receipt_id)
         # Callers that can wait let one of them look while the others park; one that cannot
         # wait always looks itself.
         can_wait = wait_s > 0
@@ -183,8 +186,12 @@ class ClaimWaiters:
             finally:
                 waiter.trying = False
                 if waiter.gone:
-                    for job in jobs:  # nobody to hand it to: the lease runs out, another takes it
-                        log.warning("claimer of job %s left before its answer", job.job_id)
+                    for job in jobs:  # nobody to hand it to: its retry gets it by the receipt, if it had one;
+                        # else the lease runs out and another takes it
+                        log.warning(
+                            "claimer of job %s left before its answer (receipt %s)", job.job_id,
+                            waiter.command.receipt_id,
+                        )
                 elif jobs or loop.time() >= waiter.deadline:
                     waiter.answer.set_result(jobs)
                 else:

@@ -12,7 +12,7 @@ from videocopies.adapters.http.client import CoreClient, CoreRefused, CoreUnreac
 from videocopies.adapters.http.job_leases import HttpJobLeases
 from videocopies.domain.jobs import CopyArtifact, LeaseLossReason, LeaseLost
 from videocopies.domain.quality import CopyQuality
-from videocopies.domain.shared import JobId, OwnerToken
+from videocopies.domain.shared import JobId, OwnerToken, WorkerId
 
 
 def _client(handler, retry_for_s: float = 30.0) -> CoreClient:  # type: ignore[no-untyped-def]
@@ -233,3 +233,38 @@ async def test_a_refusal_inside_a_claim_is_raised_as_its_own_complete_call_would
 
     refused, claimed = await HttpJobLeases(_client(core)).complete_then_claim(JobId("j1"), OwnerToken("t"), "r", 1)
     assert isinstance(refused, LeaseLost) and refused.reason is LeaseLossReason.NOT_OWNER and claimed == []
+
+
+async def test_a_claim_whose_answer_was_lost_asks_again_for_its_receipt_without_waiting() -> None:
+    seen: list[dict[str, object]] = []
+    job = {"job_id": "j1", "order_id": "o1", "token": "t1", "lease_until": "2026-12-03T10:00:00+00:00",
+           "attempt": 1, "source_key": "sources/a.mp4", "remaining": []}
+
+    def core(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        if len(seen) == 1:  # core claimed the job, and its answer never came back
+            raise httpx.ReadError("connection reset")
+        return httpx.Response(200, json={"jobs": [job]})
+
+    ids = iter(["claim-a", "claim-b"])
+    leases = HttpJobLeases(_client(core), wait_s=20.0, claim_ids=lambda: next(ids))
+    (claimed,) = await leases.claim(WorkerId("w"), 1)
+    assert claimed.job_id == "j1" and claimed.token == "t1"
+    assert [(body["receipt_id"], body["wait_s"]) for body in seen] == [("claim-a", 20.0), ("claim-a", 0.0)]
+    await leases.claim(WorkerId("w"), 1)
+    assert seen[-1]["receipt_id"] == "claim-b"  # the next claim is a claim of its own
+
+
+async def test_a_core_older_than_claim_receipts_gets_claims_without_them() -> None:
+    seen: list[dict[str, object]] = []
+
+    def core(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        if "receipt_id" in seen[-1]:
+            return httpx.Response(422, json={"detail": "receipt_id: extra fields not permitted"})
+        return httpx.Response(200, json={"jobs": []})
+
+    leases = HttpJobLeases(_client(core))
+    assert await leases.claim(WorkerId("w"), 1) == []
+    assert await leases.claim(WorkerId("w"), 1) == []
+    assert ["receipt_id" in body for body in seen] == [True, False, False]

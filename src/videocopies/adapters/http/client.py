@@ -134,7 +134,12 @@ class CoreClient:
         response = await self._http.request(method, path, json=body, timeout=timeout)
         return Answer(response.status_code, response.headers, response.content)
 
-    async def call(self, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
+    async def call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 30.0,
+        resend: dict[str, Any] | None = None,
+    ) -> Any:
+        """`resend`: the body sent instead of `body` once an attempt failed (a claim's retry asks
+        for its receipt without waiting); by default every attempt sends the very same request."""
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self._retry_for_s
         delay, moves = 0.1, 0
@@ -166,6 +171,7 @@ class CoreClient:
             if loop.time() + delay > give_up:
                 raise CoreUnreachable(f"{method} {path}: {problem}, retried for {self._retry_for_s:.0f}s")
             self.retries += 1
+            body = resend if resend is not None else body
             if self.cores.several:
                 another = self.cores.failed(used)
                 self._use(self.cores.current)

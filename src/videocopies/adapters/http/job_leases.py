@@ -6,6 +6,7 @@ what failed on the network with the very same request."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,17 +27,37 @@ class HttpJobLeases:
     RSS, bytes moved) for core's /metrics, so they stay fresh through a long job."""
 
     def __init__(
-        self, core: CoreClient, wait_s: float = 20.0, stats: Callable[[], dict[str, int]] | None = None
+        self,
+        core: CoreClient,
+        wait_s: float = 20.0,
+        stats: Callable[[], dict[str, int]] | None = None,
+        claim_ids: Callable[[], str] = lambda: f"claim-{uuid.uuid4().hex}",
     ) -> None:
-        self._core, self._wait_s, self._stats = core, wait_s, stats
+        self._core, self._wait_s, self._stats, self._claim_ids = core, wait_s, stats, claim_ids
         self._renewals_carry_stats = stats is not None
         self._qualities_carry_looks = True
         self._claims_carry_completions = True
+        self._claims_carry_receipts = True
 
     async def claim(
         self, worker_id: WorkerId, limit: int, max_source_bytes: int | None = None
     ) -> Sequence[uc.ClaimedJob]:
-        answer = await self._claim(self._claim_body(limit, max_source_bytes, self._wait_s))
+        """Each claim names a receipt of its own, and a retry (the answer lost on the network)
+        asks for it without waiting: it gets the jobs the lost answer named, if any."""
+        body = self._claim_body(limit, max_source_bytes, self._wait_s)
+        if self._claims_carry_receipts:
+            body["receipt_id"] = self._claim_ids()
+            try:
+                answer = await self._claim(body, resend=body | {"wait_s": 0.0})
+            except CoreRefused as refused:
+                if refused.status != 422:
+                    raise
+                # A core older than claim receipts refuses the field: claims go without it from now on.
+                self._claims_carry_receipts = False
+                del body["receipt_id"]
+                answer = await self._claim(body)
+        else:
+            answer = await self._claim(body)
         return [uc.ClaimedJob.from_record(job) for job in answer["jobs"]]
 
     async def complete_then_claim(
@@ -73,8 +94,8 @@ class HttpJobLeases:
             body["stats"] = self._stats()
         return body
 
-    async def _claim(self, body: dict[str, Any]) -> Any:
-        return await self._core.call("POST", "/v1/jobs/claim", body, timeout=body["wait_s"] + 15.0)
+    async def _claim(self, body: dict[str, Any], resend: dict[str, Any] | None = None) -> Any:
+        return await self._core.call("POST", "/v1/jobs/claim", body, timeout=body["wait_s"] + 15.0, resend=resend)
 
     async def renew(self, job_id: JobId, token: OwnerToken) -> bool:
         path = f"/v1/jobs/{job_id}/renew"

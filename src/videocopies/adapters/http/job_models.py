@@ -126,6 +126,12 @@ class ClaimRequest(Body):
         None, description="A job the worker just finished: completed in the claim's own transaction, before any "
                           "wait, and answered in `completed` or `refused`; a refusal never costs the claim.",
     )
+    receipt_id: str | None = Field(
+        None, min_length=1, max_length=128, pattern=IDENTIFIER,
+        description="Chosen by the worker for this claim and sent again, unchanged, when its answer was lost: a "
+                    "claim that took jobs keeps a receipt, and the same request with the same id gets those jobs and "
+                    "tokens again instead of others. Send the retry with `wait_s` 0: it is answered at once.",
+    )
 
 
 class FailRequest(CompleteRequest):

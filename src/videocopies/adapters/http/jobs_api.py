@@ -108,7 +108,7 @@ def jobs_router(services: JobApiServices, node_with: NodeWith) -> APIRouter:
                 services.metrics.jobs_claimed([job.job_id for job in answer.jobs])
                 return answer
         claiming = asyncio.ensure_future(
-            services.waiters.claim(WorkerId(node.name), body.limit, body.max_source_bytes, body.wait_s)
+            services.waiters.claim(WorkerId(node.name), body.limit, body.max_source_bytes, body.wait_s, body.receipt_id)
         )
         gone = asyncio.ensure_future(client_left(request)) if body.wait_s > 0 else None
         try:
@@ -130,7 +130,7 @@ def jobs_router(services: JobApiServices, node_with: NodeWith) -> APIRouter:
         first = body.complete
         assert first is not None
         completion = uc.CompleteJobCommand(JobId(first.job_id), OwnerToken(first.token), first.receipt_id, worker)
-        claim = uc.ClaimJobCommand(worker, body.limit, body.max_source_bytes)
+        claim = uc.ClaimJobCommand(worker, body.limit, body.max_source_bytes, body.receipt_id)
         (outcome,), jobs = await services.complete_then_claim(uc.CompleteThenClaimCommand([completion], claim))
         services.queued()
         claimed = [_claimed(job) for job in jobs]
