@@ -4,7 +4,9 @@ was lost, it gets the very jobs and tokens it took, and leaves nothing leased to
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
+from videocopies.adapters.memory import SequentialIds
 from videocopies.application import use_cases as uc
 from videocopies.domain.jobs import JobState
 from videocopies.domain.orders import OrderState
@@ -69,3 +71,40 @@ async def test_a_claim_replayed_after_its_lease_lapsed_gets_a_token_no_longer_go
     assert replayed == job
     (outcome,) = await b.cases.complete_job().together([command(replayed)])
     assert isinstance(outcome, Exception)
+
+
+async def test_a_retry_racing_its_first_try_gets_the_same_jobs(backend: Backend) -> None:
+    """Both read no receipt and claim apart; the one that commits second loses on the receipt,
+    looks again, and answers with the jobs of the one that won."""
+    b = backend
+    await queued(b, range(1, 7))
+    racer: list[list[uc.ClaimedJob]] = []
+
+    class RacedAtCommit:
+        """The first unit of work lets the racing claim commit just before its own commit."""
+
+        def __init__(self, uow: Any) -> None:
+            self._uow = uow
+
+        async def __aenter__(self) -> Any:
+            inner = await self._uow.__aenter__()
+            commit = inner.commit
+
+            async def raced(*args: Any, **kwargs: Any) -> None:
+                if not racer:
+                    racer.append(await b.cases.claim_job()(claim("claim-1")))
+                await commit(*args, **kwargs)
+
+            inner.commit = raced
+            return inner
+
+        async def __aexit__(self, *exc: Any) -> Any:
+            return await self._uow.__aexit__(*exc)
+
+    claim_job = uc.ClaimJob(lambda: RacedAtCommit(b.new_uow()), b.clock, SequentialIds(seed=3), timedelta(seconds=30))
+    claimed = await claim_job(claim("claim-1"))
+    assert len(claimed) == 2 and claimed == racer[0]
+    for job in claimed:
+        assert await lease_of(b, job) == (JobState.LEASED, job.token)
+    # The loser's own two jobs were never leased: four are left for the next claims.
+    assert len(await b.cases.claim_job()(claim(None, limit=10))) == 4
