@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import uvloop
 from dependency_injector import containers, providers
 from fastapi import FastAPI
 
@@ -24,7 +23,7 @@ from videocopies.adapters.postgres.control_views import PostgresControlReadModel
 from videocopies.adapters.postgres.objects import PostgresObjectRows
 from videocopies.adapters.sqlite.inventory import SqliteServerInventory
 from videocopies.adapters.system import SystemClock
-from videocopies.runtime.lifecycle import server
+from videocopies.runtime.lifecycle import run_role, server
 from videocopies.settings.control import ControlSettings
 
 log = logging.getLogger("videocopies.control")
@@ -87,5 +86,5 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
         return 2
     host, port = host or settings.host, port or settings.port
     log.info("control panel on http://%s:%d/ (inventory %s)", host, port, settings.inventory)
-    uvloop.run(server(app(ControlPanel(settings=settings, database_url=database_url)), host, port).serve())
+    run_role(server(app(ControlPanel(settings=settings, database_url=database_url)), host, port).serve())
     return 0

@@ -8,7 +8,6 @@ import logging
 import sys
 
 import attrs
-import uvloop
 from dependency_injector import providers
 
 from videocopies.adapters.postgres import migrate
@@ -18,6 +17,7 @@ from videocopies.roles.payments import attach_provider
 from videocopies.runtime import heap
 from videocopies.runtime.core_process import Core, database_unavailable
 from videocopies.runtime.core_process import core_server as server
+from videocopies.runtime.lifecycle import run_role
 from videocopies.settings import Settings
 from videocopies.settings.core import CoreSettings, Database
 from videocopies.settings.links import S3Link
@@ -86,5 +86,5 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
     host, port = host or settings.host, port or settings.port
     log.info("core serving on %s:%d%s", host, port, " (TLS)" if settings.tls else "")
     heap.settle()
-    uvloop.run(server(core, host, port, settings.tls).serve())
+    run_role(server(core, host, port, settings.tls).serve())
     return 0

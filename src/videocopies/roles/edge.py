@@ -11,7 +11,6 @@ import secrets
 import signal
 from collections.abc import Mapping
 
-import uvloop
 from aiogram import Bot
 
 from videocopies.adapters.http.client import CoreClient
@@ -23,6 +22,7 @@ from videocopies.roles.bots import telegram_bot
 from videocopies.roles.nodes_link import core_client, identified
 from videocopies.runtime import heap
 from videocopies.runtime.edge_node import EdgeParts, log_acknowledgements, serve_webhook, until_answered
+from videocopies.runtime.lifecycle import run_role
 from videocopies.settings.edge import EdgeSettings
 from videocopies.settings.links import BotLink
 
@@ -82,4 +82,4 @@ async def serve(settings: EdgeSettings) -> int:
 def main() -> int:
     settings = EdgeSettings.from_env()
     heap.settle()
-    return uvloop.run(serve(settings))
+    return run_role(serve(settings))

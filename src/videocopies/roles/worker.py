@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 
 import attrs
-import uvloop
 
 from videocopies.adapters.ffmpeg import FfmpegTranscoder
 from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
@@ -27,6 +26,7 @@ from videocopies.application.worker_figures import WorkerFigures
 from videocopies.application.worker_settings import WorkerSettings
 from videocopies.domain.shared import WorkerId
 from videocopies.roles.nodes_link import core_client, identified
+from videocopies.runtime.lifecycle import run_role
 from videocopies.runtime.worker_loop import work_until_stopped
 from videocopies.settings.worker import WorkerNodeSettings
 
@@ -86,4 +86,4 @@ async def serve(settings: WorkerNodeSettings) -> int:
 
 
 def main() -> int:
-    return uvloop.run(serve(WorkerNodeSettings.from_env()))
+    return run_role(serve(WorkerNodeSettings.from_env()))
