@@ -23,7 +23,8 @@ from videocopies.adapters.postgres.control_views import PostgresControlReadModel
 from videocopies.adapters.postgres.objects import PostgresObjectRows
 from videocopies.adapters.sqlite.inventory import SqliteServerInventory
 from videocopies.adapters.system import SystemClock
-from videocopies.runtime.lifecycle import run_role, server
+from videocopies.runtime.lifecycle import server
+from videocopies.runtime.role_run import run_role
 from videocopies.settings.control import ControlSettings
 
 log = logging.getLogger("videocopies.control")

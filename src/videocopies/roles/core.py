@@ -17,7 +17,7 @@ from videocopies.roles.payments import attach_provider
 from videocopies.runtime import heap
 from videocopies.runtime.core_process import Core, database_unavailable
 from videocopies.runtime.core_process import core_server as server
-from videocopies.runtime.lifecycle import run_role
+from videocopies.runtime.role_run import run_role
 from videocopies.settings import Settings
 from videocopies.settings.core import CoreSettings, Database
 from videocopies.settings.links import S3Link

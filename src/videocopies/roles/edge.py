@@ -22,7 +22,7 @@ from videocopies.roles.bots import telegram_bot
 from videocopies.roles.nodes_link import core_client, identified
 from videocopies.runtime import heap
 from videocopies.runtime.edge_node import EdgeParts, log_acknowledgements, serve_webhook, until_answered
-from videocopies.runtime.lifecycle import run_role
+from videocopies.runtime.role_run import run_role
 from videocopies.settings.edge import EdgeSettings
 from videocopies.settings.links import BotLink
 

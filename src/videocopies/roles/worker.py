@@ -26,7 +26,7 @@ from videocopies.application.worker_figures import WorkerFigures
 from videocopies.application.worker_settings import WorkerSettings
 from videocopies.domain.shared import WorkerId
 from videocopies.roles.nodes_link import core_client, identified
-from videocopies.runtime.lifecycle import run_role
+from videocopies.runtime.role_run import run_role
 from videocopies.runtime.worker_loop import work_until_stopped
 from videocopies.settings.worker import WorkerNodeSettings
 
