@@ -110,6 +110,15 @@ class DatabaseClones:
     def drop(self, name: str) -> None:
         self._put(self._DROP, name)
 
+    @contextlib.contextmanager
+    def lent(self) -> Iterator[str]:
+        """A clone for one test, dropped after it."""
+        name = self.take()
+        try:
+            yield name
+        finally:
+            self.drop(name)
+
     def close(self) -> None:
         """Stop after the job in hand; clones and drops left undone go with the server."""
         self._put(self._STOP)
@@ -160,11 +169,8 @@ def wheel_pg_clones(wheel_pg_server: LocalPostgres) -> Iterator[DatabaseClones]:
 @pytest.fixture
 def wheel_database(wheel_pg_clones: DatabaseClones) -> Iterator[str]:
     """As `database`, on `wheel_pg_server`."""
-    name = wheel_pg_clones.take()
-    try:
+    with wheel_pg_clones.lent() as name:
         yield name
-    finally:
-        wheel_pg_clones.drop(name)
 
 
 @pytest.fixture(scope="session")
@@ -176,11 +182,8 @@ def pgbouncer(pg_server: LocalPostgres) -> Iterator[LocalPgBouncer]:
 @pytest.fixture
 def database(database_clones: DatabaseClones) -> Iterator[str]:
     """A fresh database with the schema, dropped after the test; yields its name."""
-    name = database_clones.take()
-    try:
+    with database_clones.lent() as name:
         yield name
-    finally:
-        database_clones.drop(name)
 
 
 @pytest.fixture(params=["direct", "pgbouncer"])
