@@ -159,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     make.add_argument("-n", "--copies", type=int, default=1)
     make.add_argument("-o", "--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.command in ("core", "edge", "worker", "control"):
+        from videocopies.runtime.role_run import hold_stops
+
+        hold_stops()  # before the role's imports: a stop while it starts is a clean stop too
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     # Every request a client makes is not news; a role's log is for what went wrong or changed.
     for chatty in ("alembic", "httpx", "aiogram.event", "aiohttp.access"):

@@ -82,4 +82,4 @@ async def serve(settings: EdgeSettings) -> int:
 def main() -> int:
     settings = EdgeSettings.from_env()
     heap.settle()
-    return run_role(serve(settings))
+    return run_role(serve(settings)) or 0  # None: stopped before it served

@@ -86,4 +86,4 @@ async def serve(settings: WorkerNodeSettings) -> int:
 
 
 def main() -> int:
-    return run_role(serve(WorkerNodeSettings.from_env()))
+    return run_role(serve(WorkerNodeSettings.from_env())) or 0  # None: stopped before it served
