@@ -86,6 +86,7 @@ NOT_RUN = {
     "quality_calibration": "chooses the quality gate's thresholds (docs/quality.md); no figure to hold",
     "synchronous_commit": "what a synchronous standby costs a commit (docs/operations.md); no target",
     "worker_cost": "docs/scaling.md's costs of a copy; no target", "pg_writes": "docs/scaling.md's writes; no target",
+    "confirm_floor": "what other shapes of a confirmation's statements would cost (docs/decisions/0007); no target",
 }
 
 # Small arguments for a smoke run; a benchmark not listed runs as its command says.
