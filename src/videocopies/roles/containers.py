@@ -18,6 +18,7 @@ from videocopies.adapters.memory import (
 from videocopies.adapters.memory.bot import InMemoryBotUsers, InMemoryInbox
 from videocopies.adapters.postgres.bot import PostgresBotUsers, PostgresInbox
 from videocopies.adapters.postgres.duties import PostgresDutyLeases
+from videocopies.adapters.postgres.leases import PostgresLeaseRenewals
 from videocopies.adapters.postgres.nodes import PostgresNodeRegistry
 from videocopies.adapters.postgres.notifier import PostgresNotifier
 from videocopies.adapters.postgres.objects import PostgresObjectRows
@@ -41,6 +42,7 @@ class MemoryGateways(containers.DeclarativeContainer):
     store = providers.Singleton(InMemoryStore)
     uow = providers.Factory(InMemoryUnitOfWork, store=store)
     lease_uow = uow
+    lease_renewals: providers.Object[None] = providers.Object(None)  # renewals take the whole path, the domain's
     clock = providers.Singleton(ManualClock)
     ids = providers.Singleton(SequentialIds)
     notifier = providers.Singleton(InProcessNotifier)
@@ -83,6 +85,7 @@ class PostgresGateways(containers.DeclarativeContainer):
     # burst of claims can never make a renewal wait for a connection.
     lease_pool = providers.Singleton(_lease_pool, config=config, main=pool)
     lease_uow = providers.Factory(PostgresUnitOfWork, pool=lease_pool, clock=clock)
+    lease_renewals = providers.Singleton(PostgresLeaseRenewals, pool=lease_pool)
     ids = providers.Singleton(RandomIds)
     # LISTEN needs a direct connection even when the pool goes through PgBouncer.
     notifier = providers.Singleton(_notifier, config=config)
@@ -138,7 +141,8 @@ class UseCases(containers.DeclarativeContainer):
         ttl=settings.provided.lease_ttl,
     )
     renew_lease = providers.Singleton(
-        uc.RenewLease, uow=gateways.lease_uow.provider, clock=gateways.clock, ttl=settings.provided.lease_ttl
+        uc.RenewLease, uow=gateways.lease_uow.provider, clock=gateways.clock, ttl=settings.provided.lease_ttl,
+        renewals=gateways.lease_renewals,
     )
     report_progress = providers.Singleton(uc.ReportProgress, uow=gateways.lease_uow.provider, clock=gateways.clock)
     checkpoint_copy = providers.Singleton(uc.CheckpointCopy, uow=gateways.lease_uow.provider, clock=gateways.clock)

@@ -37,7 +37,7 @@ from videocopies.application.ports.objects import (
 )
 from videocopies.application.ports.outbox import OutboxQueue, QueuedMessage, UnreachableUsers
 from videocopies.application.ports.payments import PaymentProvider
-from videocopies.application.ports.queue import ClaimedJob, DiskSpace, JobFiles, JobLeases, Notifier
+from videocopies.application.ports.queue import ClaimedJob, DiskSpace, JobFiles, JobLeases, LeaseRenewals, Notifier
 from videocopies.application.ports.unit_of_work import (
     CapacitySlots,
     CoinAccountRepository,
@@ -62,7 +62,8 @@ __all__ = [
     "BotUser", "BotUsers", "CapacitySlots", "ClaimedJob", "Clock", "CoinAccountRepository", "ControlReadModel",
     "CopyInspector", "CopyLook", "CoreAnswer", "CoreFigures", "CoreUnreachable", "DiskSpace", "DutyLeases", "GrantLog",
     "GrantRecord", "Ids", "Inbox", "InboxEvent", "InboxTurn", "JobFiles", "JobLeases", "JobRepository",
-    "language_of", "ListedStore", "Node", "NodeExists", "NodeFigures", "NodeRegistry", "Notifier", "ObjectRows",
+    "language_of", "LeaseRenewals", "ListedStore", "Node", "NodeExists", "NodeFigures", "NodeRegistry", "Notifier",
+    "ObjectRows",
     "ObjectStore", "ObjectTallies", "ObjectTally", "OrderRepository", "Outbox", "OutboxMessage", "OutboxQueue",
     "PaidInvoice", "PaymentClaims", "PaymentProvider", "PaymentRepository", "Prober", "ProbeResult",
     "QueuedMessage", "REASON_CHARS", "ReceiptRepository", "ReferralRepository", "RefundRepository", "RefusedWrite",

@@ -83,6 +83,20 @@ class JobLeases(Protocol):
     async def acknowledge_cancel(self, job_id: JobId, token: OwnerToken) -> None: ...
 
 
+class LeaseRenewals(Protocol):
+    """Core's side of a renewal, when a store can do it in one step: a live lease extended in a
+    transaction of its own."""
+
+    async def renew(
+        self, job_id: JobId, token: OwnerToken, holder: WorkerId | None, now: datetime, until: datetime
+    ) -> bool | None:
+        """Extend the lease `token` holds on the job to `until`, if it is leased under that token
+        (to `holder`, when given) and runs past `now` (and past the store's own clock): whether a
+        cancel was requested. None, with nothing changed, when it is not held so; the caller loads
+        the job to learn why."""
+        ...
+
+
 class JobFiles(Protocol):
     """A held job's objects: its source to read, and a place for each copy. On another
     machine this goes through URLs core signs for exactly that job's objects."""

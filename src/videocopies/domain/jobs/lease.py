@@ -23,4 +23,9 @@ class Lease:
         return self.lease_until <= now
 
     def renewed(self, now: datetime, ttl: timedelta) -> Lease:
-        return attrs.evolve(self, lease_until=now + ttl)
+        return attrs.evolve(self, lease_until=Lease.renewed_until(now, ttl))
+
+    @staticmethod
+    def renewed_until(now: datetime, ttl: timedelta) -> datetime:
+        """Until when a lease renewed at `now` runs."""
+        return now + ttl

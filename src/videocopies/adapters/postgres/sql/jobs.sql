@@ -37,6 +37,18 @@ UPDATE jobs SET state = %(state)s, attempts = %(attempts)s, cancel_requested = %
  WHERE job_id = %(job_id)s AND version = %(loaded)s
    AND owner_token = %(fence)s AND lease_until > now();
 
+-- renew_lease --
+-- A live lease extended in one round trip (RenewLease): only under its own token, presented by the
+-- worker it was issued to (when the caller names one), and while the lease runs by the caller's clock
+-- and by the database's, as the domain and update_job_fenced check it.
+-- No row: not held so, nothing changed; the caller loads the job to learn why. Sent with BEGIN, SET
+-- LOCAL synchronous_commit TO off (a lost renewal is only renewed again) and COMMIT.
+UPDATE jobs SET lease_until = %(until)s, version = version + 1
+ WHERE job_id = %(job_id)s AND state = 'leased' AND owner_token = %(token)s
+   AND (%(holder)s::text IS NULL OR worker_id = %(holder)s)
+   AND lease_until > %(now)s AND lease_until > now()
+RETURNING cancel_requested;
+
 -- insert_checkpoint --
 -- Run at commit inside videocopies_apply (migration 0023), as written here.
 INSERT INTO job_checkpoints (job_id, idx, object_key, size, sha256, duration_s, width, height, created_at,

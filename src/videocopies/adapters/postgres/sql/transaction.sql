@@ -7,6 +7,11 @@ BEGIN;
 -- fencing makes a lost one harmless).
 SET LOCAL synchronous_commit TO off;
 
+-- commit --
+-- The end of a transaction sent in the same simple query as its statements (a renewal's:
+-- renew_lease).
+COMMIT;
+
 -- apply_writes --
 -- The whole write set of a unit of work as one call of videocopies_apply with its COMMIT: one
 -- simple query, so it goes through PgBouncer, and the server runs statements whose plans it
