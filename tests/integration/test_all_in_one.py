@@ -103,3 +103,68 @@ def test_one_command_runs_every_role_and_a_second_run_keeps_the_data(data: Path)
     finally:
         assert second.stop() == 0, "".join(second.lines)
     assert "PostgreSQL started" in "".join(second.lines)
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process under `pid` (by their parents, read from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _using(data: Path) -> set[int]:
+    """Live processes that name `data` in their command line or environment (every role does: its
+    work or store directory; PostgreSQL its data directory)."""
+    mark = str(data).encode()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if mark in (entry / "cmdline").read_bytes() or mark in (entry / "environ").read_bytes():
+                    found.add(int(entry.name))
+            except OSError:
+                continue
+    return {pid for pid in found if _alive(pid)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("when", [r"core at http", r"2 workers started"])
+def test_stopped_while_it_starts_it_leaves_no_process_behind_and_exits_0(data: Path, when: str) -> None:
+    """SIGTERM after core is up, or once edge and the workers are launched and control is on its
+    way: everything launched so far is stopped, PostgreSQL too, and the stop is a clean one."""
+    run = AllInOne(data)
+    try:
+        run.wait_for(when)
+        launched = _descendants(run.process.pid)
+        postmaster = int((data / "postgres" / "data" / "postmaster.pid").read_text().split()[0])
+        run.process.send_signal(signal.SIGTERM)
+        code = run.process.wait(timeout=90)
+    finally:
+        if run.process.poll() is None:
+            run.process.kill()
+    output = "".join(run.lines)
+    assert code == 0, output
+    assert "stopped while starting" in output, output
+    assert "all roles running" not in output, output
+    deadline = time.monotonic() + 10
+    while (left := {pid for pid in launched | {postmaster} if _alive(pid)} | _using(data)) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    assert not left, (left, output)

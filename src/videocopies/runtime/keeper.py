@@ -32,7 +32,8 @@ class Keeper:
 
     def stop(self) -> None:
         self._stopping.set()
-        self._thread.join(timeout=10)
+        if self._thread.ident is not None:  # started
+            self._thread.join(timeout=10)
 
     def _watch(self) -> None:
         while not self._stopping.wait(self._every_s):
@@ -64,18 +65,22 @@ class Keeper:
 
 
 
-def stop_core(core: CoreProcess) -> None:
-    """Core last, by SIGTERM; RoleFailed unless it exits 0."""
-    if (code := core.stop()) != 0:
+def stop_core(core: CoreProcess, judged: bool = True) -> None:
+    """Core last, by SIGTERM; RoleFailed unless it exits 0 (`judged`: a start cut short is not,
+    since a role stopped in its first milliseconds dies by the signal). A core never launched is
+    left."""
+    if core.process is None:
+        return
+    if (code := core.stop()) != 0 and judged:
         print(f"core exited with {code}:\n" + core.log.decode(errors="replace")[-3000:], file=sys.stderr)
         raise RoleFailed("core did not stop cleanly on SIGTERM")
 
 
-def stop_roles(roles: list[RoleProcess], say: Callable[[str], None]) -> None:
-    """Every role but core, by SIGTERM; RoleFailed unless each exits 0."""
+def stop_roles(roles: list[RoleProcess], say: Callable[[str], None], judged: bool = True) -> None:
+    """Every role but core, by SIGTERM; RoleFailed unless each exits 0 (`judged`: see stop_core)."""
     for role in roles:
         role.terminate()
-    failed = [(role, code) for role in roles if (code := role.wait()) != 0]
+    failed = [(role, code) for role in roles if (code := role.wait()) != 0 and judged]
     for role, code in failed:
         print(f"{role.name} exited with {code}:\n" + "\n".join(role.tail), file=sys.stderr)
     if failed:

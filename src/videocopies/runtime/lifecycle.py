@@ -29,12 +29,14 @@ class Background:
             await task
 
 
-async def until_signalled() -> None:
-    """Wait for SIGTERM or SIGINT."""
+async def until_signalled(asked_before: Callable[[], bool] = lambda: False) -> None:
+    """Wait for SIGTERM or SIGINT; `asked_before`: whether one came before the loop listened."""
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
+    if asked_before():
+        return
     await stopping.wait()
 
 

@@ -47,21 +47,33 @@ class Stack:
     keeper: Keeper | None = None
 
 
+class StartAbandoned(Exception):
+    """A stop was asked before every role was up; what had started is stopped."""
+
+
 @contextlib.contextmanager
 def running(
     data: Path, simulator: Callable[[Path, int], Any], env: Mapping[str, str] | None = None,
-    say: Callable[[str], None] = print,
+    say: Callable[[str], None] = print, stop_asked: Callable[[], bool] = lambda: False,
 ) -> Iterator[Stack]:
     """`simulator(files_dir, first_update_id)`: the Bot API simulator to start when no bot token
-    is set (a context manager with `url` and `create_bot()`), chosen by the role."""
+    is set (a context manager with `url` and `create_bot()`), chosen by the role. `stop_asked` is
+    looked at after each step of the start (each takes a few seconds at most): StartAbandoned."""
     settings, data = AllInOneSettings.from_env(env), data.absolute()
+
+    def step_done() -> None:
+        if stop_asked():
+            raise StartAbandoned
+
     with database(data, say) as url, contextlib.ExitStack() as stack:
+        step_done()
         served: Any = None
         bot_token, telegram_url, local = settings.bot.token or "", settings.bot.api_url, settings.bot.local
         if not bot_token:
             served = stack.enter_context(simulator(data / "telegram", int(time.time() * 1000)))
             bot_token, telegram_url, local = served.create_bot(), served.url, True
             say(f"Telegram Bot API simulator at {served.url} (no VIDEOCOPIES_BOT_TOKEN set)")
+            step_done()
         store = data / "objects"
         # Core asks Telegram (or the simulator) itself whether a payment edge reports was made.
         core = CoreProcess(
@@ -70,16 +82,24 @@ def running(
             VIDEOCOPIES_TELEGRAM_LOCAL="1" if local else "0",
             VIDEOCOPIES_STORE_DIR=str(store),  # for the object lifecycle: it deletes there
         )
+        # Each part is put on the stack before it starts: a start cut short (a stop asked, a role
+        # that fails) stops every process already launched, never leaves one behind. Exit codes are
+        # judged once everything is up.
+        up: list[bool] = []
+        stack.callback(lambda: stop_core(core, judged=bool(up)))
         core.start()
-        stack.callback(stop_core, core)
         say(f"core at {core.url} (metrics at {core.url}/metrics)")
+        step_done()
         edge_token = issue_token(url, "edge-1", "edge", revoke_first=True)
 
         def edge() -> subprocess.Popen[bytes]:
             return edge_process(core.url, edge_token, bot_token, telegram_url or "", data / "edge", store,
                                 local_api=local)
 
-        roles = [RoleProcess("edge", edge(), start=edge)]
+        roles: list[RoleProcess] = []
+        stack.callback(lambda: stop_roles(roles, say, judged=bool(up)))
+        roles.append(RoleProcess("edge", edge(), start=edge))
+        step_done()
         for n in range(1, WORKERS + 1):
             token = issue_token(url, f"worker-{n}", "worker", revoke_first=True)
 
@@ -88,6 +108,7 @@ def running(
                                       VIDEOCOPIES_TELEGRAM_LOCAL="1" if local else "0")
 
             roles.append(RoleProcess(f"worker-{n}", worker(), start=worker))
+            step_done()
         say(f"edge and {WORKERS} workers started; copies are kept in {store}")
         password, password_file = kept_secret(data, settings.control_password, "control-password")
         panel_url = f"http://127.0.0.1:{free_port()}"
@@ -97,12 +118,11 @@ def running(
 
         roles.append(RoleProcess("control", control(), start=control))
         wait_until_serving(f"{panel_url}/login", roles[-1])
+        step_done()
         where = f"the password is in {password_file}" if password_file else "VIDEOCOPIES_CONTROL_PASSWORD"
         say(f"control panel at {panel_url}/ ({where})")
         keeper = Keeper(core, roles, say)
+        stack.callback(keeper.stop)
         keeper.start()
-        try:
-            yield Stack(url, core.url, store, served, bot_token, panel_url, password_file, keeper)
-        finally:
-            keeper.stop()
-            stop_roles(roles, say)
+        up.append(True)
+        yield Stack(url, core.url, store, served, bot_token, panel_url, password_file, keeper)
