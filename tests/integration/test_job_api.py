@@ -25,6 +25,7 @@ from videocopies.application.nodes import IssuedToken, IssueNodeToken, RevokeNod
 from videocopies.domain.coins import LotKind
 from videocopies.domain.jobs import LeaseLossReason, LeaseLost
 from videocopies.domain.objects.keys import copy_key
+from videocopies.domain.pricing import Quote
 from videocopies.domain.quality import MAX_MOMENTS
 from videocopies.domain.shared import OwnerToken, UserId, WorkerId
 from videocopies.embedded.postgres import LocalPostgres, free_port
@@ -46,10 +47,17 @@ class Api:
         return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=30)
 
     async def order(self, user: int = 1, copies: int = 1) -> str:
+        return await self.confirm(await self.quote(user, copies))
+
+    async def quote(self, user: int = 1, copies: int = 1) -> Quote:
+        """A quote of a user with coins, ready to confirm."""
         cases = self.core.container.use_cases
         await cases.grant_coins()(uc.GrantCoinsCommand(UserId(user), LotKind.START, 100, timedelta(days=1)))
-        quote = await cases.quote_order()(uc.QuoteOrderCommand(UserId(user), f"sources/{user}/clip.mp4", copies, 10))
-        return await cases.confirm_order()(uc.ConfirmOrderCommand(UserId(user), quote.quote_id, quote.token))
+        return await cases.quote_order()(uc.QuoteOrderCommand(UserId(user), f"sources/{user}/clip.mp4", copies, 10))
+
+    async def confirm(self, quote: Quote) -> str:
+        confirm = self.core.container.use_cases.confirm_order()
+        return await confirm(uc.ConfirmOrderCommand(quote.user_id, quote.quote_id, quote.token))
 
 
 @pytest.fixture
@@ -150,8 +158,9 @@ async def test_parked_claims_cost_no_sql_and_wake_when_work_arrives(api: Api) ->
         await asyncio.sleep(0.3)
         # One look found the queue empty; the other 49 parked without asking the database.
         assert waiters.claims_tried - before <= 2
-        started = time.monotonic()
-        await api.order(user=7)
+        quote = await api.quote(user=7)
+        started = time.monotonic()  # from the confirmation: the grant and quote before it wake nobody
+        await api.confirm(quote)
         done, _ = await asyncio.wait(parked, return_when=asyncio.FIRST_COMPLETED, timeout=5)
         woke_after = time.monotonic() - started
         (first,) = done
