@@ -13,7 +13,7 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
 from videocopies.adapters.postgres.queries import sql
-from videocopies.adapters.postgres.unit_of_work import write_set
+from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork, write_set
 from videocopies.domain.shared import JobId, OwnerToken, WorkerId
 
 
@@ -25,17 +25,10 @@ class PostgresLeaseRenewals:
         self, job_id: JobId, token: OwnerToken, holder: WorkerId | None, now: datetime, until: datetime
     ) -> bool | None:
         params = {"job_id": job_id, "token": token, "holder": holder, "now": now, "until": until}
-        conn = await self._pool.getconn()
-        try:
-            await conn.set_autocommit(True)  # the batch holds its own BEGIN and COMMIT
-            return await _renewed(conn, params)
-        except BaseException:
-            await conn.close()  # in an unknown state, mid-transaction maybe: the pool replaces it
-            raise
-        finally:
-            if not conn.closed:
-                await conn.set_autocommit(False)  # as the pool hands its connections out
-            await self._pool.putconn(conn)
+        # The unit of work only lends its connection (in autocommit, given back idle or rolled
+        # back): the batch holds its own BEGIN and COMMIT.
+        async with PostgresUnitOfWork(self._pool) as uow:
+            return await _renewed(uow.conn, params)
 
 
 async def _renewed(conn: psycopg.AsyncConnection[Any], params: dict[str, Any]) -> bool | None:
