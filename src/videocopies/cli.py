@@ -22,7 +22,7 @@ def _db(args: argparse.Namespace) -> int:
         if args.action == "init":
             status = migrate.init(url, capacity=args.capacity)
         elif args.action == "upgrade":
-            status = migrate.upgrade(url)
+            status = migrate.upgrade(url, args.to)
             migrate.check(url)
         elif args.action == "prune":
             return _prune(url, args.dry_run, args.json)
@@ -94,7 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     db_actions = db.add_subparsers(dest="action", required=True)
     init = db_actions.add_parser("init", help="create the database (if missing) and its schema")
     init.add_argument("--capacity", type=int, default=10_000, help="capacity slots (orders in progress)")
-    db_actions.add_parser("upgrade", help="apply pending migrations to an initialised database")
+    upgrade = db_actions.add_parser("upgrade", help="apply pending migrations to an initialised database")
+    upgrade.add_argument(
+        "--to", default="head", metavar="REVISION",
+        help="stop at this revision (default: the newest); see docs/operations.md for revisions that come in steps",
+    )
     db_actions.add_parser("check", help="refuse (exit 2) a missing, empty or incompatible database")
     prune = db_actions.add_parser(
         "prune", help="delete transient rows past their retention (VIDEOCOPIES_RETENTION_*_S); money rows are kept"

@@ -123,3 +123,31 @@ def test_every_migration_states_the_code_levels_it_accepts() -> None:
         assert 1 <= low <= high, script.revision
     head = scripts.get_current_head()
     assert scripts.get_revision(head).module.code_levels[0] <= migrate.CODE_LEVEL
+
+
+_ONE_JOB = """
+INSERT INTO coin_accounts (user_id, version, created_at) VALUES (1, 1, now());
+INSERT INTO orders (order_id, user_id, source_key, copies, price_per_copy, total, tariff_version,
+                    quote_expires_at, quote_token, seed, state, copy_states, created_at, version)
+VALUES ('o1', 1, 's', 5, 4, 20, 1, now(), 't', 7, 'confirmed', '[]', now(), 1);
+INSERT INTO jobs (job_id, order_id, state, plans, max_attempts, attempts, cancel_requested, created_at, version)
+VALUES ('j1', 'o1', 'queued', %s, 3, 0, false, now(), 0);
+"""
+
+
+def test_jobs_keep_their_seed_only_once_no_admitted_code_misreads_it(empty_url: str) -> None:
+    """0029 admits level 12 beside 13, so jobs store every plan; 0030 admits 13 alone, and a
+    job storing its seed holds the schema there."""
+    migrate._run_alembic(empty_url, "upgrade", "0001")
+    migrate._run_alembic(empty_url, "upgrade", "0029")
+    assert (migrate.check(empty_url).min_code_level, migrate.status(empty_url).jobs_keep_seed) == (12, False)
+    migrate.upgrade(empty_url)
+    assert migrate.status(empty_url).jobs_keep_seed
+    with psycopg.connect(empty_url, autocommit=True) as conn:
+        *rows, job = _ONE_JOB.strip().split(";\n")
+        for row in rows:
+            conn.execute(row)
+        conn.execute(job, ('{"seed": 7, "copies": 5}',))
+    with pytest.raises(Exception, match="store their plans as a seed"):
+        migrate.downgrade(empty_url, "0029")
+    assert migrate.status(empty_url).revision == "0030"

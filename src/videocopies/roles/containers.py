@@ -66,6 +66,17 @@ def _lease_pool(config: dict[str, object], main: object) -> object:
     )
 
 
+def _jobs_keep_seed(config: dict[str, object]) -> bool:
+    """Whether new jobs store their plans as the seed (revision 0030). A role passes what its
+    schema check found; anything else asks the schema, once, when its first unit of work is made."""
+    given = config.get("jobs_keep_seed")
+    if given is not None:
+        return bool(given)
+    from videocopies.adapters.postgres import migrate
+
+    return migrate.status(str(config["database_url"])).jobs_keep_seed
+
+
 def _notifier(config: dict[str, object]) -> PostgresNotifier:
     return PostgresNotifier(_listen_url(config), safety_poll_s=float(config.get("safety_poll_s") or 1.0))  # type: ignore[arg-type]
 
@@ -80,11 +91,12 @@ class PostgresGateways(containers.DeclarativeContainer):
         wait_s=config.wait_s.as_(lambda v: float(v or 30.0)),
     )
     clock = providers.Singleton(SystemClock)
-    uow = providers.Factory(PostgresUnitOfWork, pool=pool, clock=clock)
+    jobs_keep_seed = providers.Singleton(_jobs_keep_seed, config=config)
+    uow = providers.Factory(PostgresUnitOfWork, pool=pool, clock=clock, jobs_keep_seed=jobs_keep_seed)
     # Lease holders' writes (renew, checkpoint, complete) get connections of their own, so a
     # burst of claims can never make a renewal wait for a connection.
     lease_pool = providers.Singleton(_lease_pool, config=config, main=pool)
-    lease_uow = providers.Factory(PostgresUnitOfWork, pool=lease_pool, clock=clock)
+    lease_uow = providers.Factory(PostgresUnitOfWork, pool=lease_pool, clock=clock, jobs_keep_seed=jobs_keep_seed)
     lease_renewals = providers.Singleton(PostgresLeaseRenewals, pool=lease_pool)
     ids = providers.Singleton(RandomIds)
     # LISTEN needs a direct connection even when the pool goes through PgBouncer.

@@ -36,10 +36,10 @@ def build(
     `database_url` may point at PgBouncer; `listen_url` must reach PostgreSQL itself (LISTEN
     does not survive transaction pooling); `direct` lets psycopg prepare statements, which
     only a connection straight to PostgreSQL can carry."""
-    migrate.check(database_url)
+    schema = migrate.check(database_url)
     return postgres_service(settings, Database(
         database_url, listen_url, direct, pool_size, lease_pool_size or 0, safety_poll_s, wait_s
-    ).gateways())
+    ).gateways() | {"jobs_keep_seed": schema.jobs_keep_seed})
 
 
 def limit_media(container: PostgresService, limits: MediaLimits) -> None:
@@ -73,7 +73,9 @@ def main(database_url: str, host: str | None = None, port: int | None = None) ->
     settings = CoreSettings.from_env(database_url)
     try:
         schema = migrate.check(database_url)
-        container = postgres_service(settings.service, settings.database.gateways())
+        container = postgres_service(
+            settings.service, settings.database.gateways() | {"jobs_keep_seed": schema.jobs_keep_seed}
+        )
     except migrate.SchemaError as refused:
         print(f"videocopies core: {refused}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ from videocopies.domain.effects import (
     MIN_PLAN_DISTANCE,
     EffectsPlan,
     InvalidEffectsPlan,
+    SeededPlans,
     distance,
     plan_copies,
 )
@@ -288,3 +289,35 @@ def test_a_plan_is_frozen():
     plan = EffectsPlan.derive(1, 0)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         plan.crop = 0.03  # type: ignore[misc]
+
+
+@given(seeds, st.integers(min_value=1, max_value=MAX_COPIES))
+def test_seeded_plans_are_the_plans_the_seed_fixes(seed, copies):
+    seeded = SeededPlans(seed, copies)
+    assert len(seeded) == copies
+    assert tuple(seeded) == plan_copies(seed, copies)
+    assert seeded == plan_copies(seed, copies) and plan_copies(seed, copies) == seeded
+    assert seeded[-1] == plan_copies(seed, copies)[-1]
+    assert seeded == SeededPlans(seed, copies)
+
+
+def test_seeded_plans_are_drawn_only_when_a_plan_is_read(monkeypatch):
+    drawn = []
+    real = plan_copies
+
+    def counting(seed, copies):
+        drawn.append((seed, copies))
+        return real(seed, copies)
+
+    monkeypatch.setattr("videocopies.domain.effects.plan.plan_copies", counting)
+    seeded = SeededPlans(7, 5)
+    assert len(seeded) == 5 and drawn == []  # counting the copies draws nothing
+    assert [p.copy_index for p in seeded] == [0, 1, 2, 3, 4]
+    assert seeded[2].copy_index == 2
+    assert drawn == [(7, 5)]  # drawn once, then kept
+
+
+@pytest.mark.parametrize(("seed", "copies"), [(7, 0), (7, MAX_COPIES + 1), (7, True), ("7", 5), (True, 5), (7.0, 5)])
+def test_seeded_plans_refuse_what_no_order_has(seed, copies):
+    with pytest.raises(InvalidEffectsPlan):
+        SeededPlans(seed, copies)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 from psycopg.types.json import Jsonb
 
 from videocopies.domain.coins import CoinAccount, CoinLot, Hold, LotKind, Reservation, SpentLots
-from videocopies.domain.effects import EffectsPlan
+from videocopies.domain.effects import EffectsPlan, SeededPlans
 from videocopies.domain.jobs import CopyArtifact, Job, JobState, Lease
 from videocopies.domain.orders import CopyState, Order, OrderCopy, OrderState
 from videocopies.domain.payments import Payment, Refund, RefundState
@@ -183,7 +183,7 @@ def job_from_row(row: dict[str, Any]) -> Job:
     return Job(
         JobId(row["job_id"]),
         OrderId(row["order_id"]),
-        tuple(EffectsPlan.from_dict(p) for p in row["plans"]),
+        plans_from_json(row["plans"]),
         as_time(row["created_at"]),  # type: ignore[arg-type]
         max_attempts=row["max_attempts"],
         state=_job_state(row["state"]),
@@ -198,11 +198,26 @@ def job_from_row(row: dict[str, Any]) -> Job:
     )
 
 
-def job_params(job: Job) -> dict[str, Any]:
+def plans_from_json(stored: Any) -> Sequence[EffectsPlan]:
+    """Every plan (a list), or the seed they are drawn from (an object, revision 0030)."""
+    if isinstance(stored, dict):
+        return SeededPlans(stored["seed"], stored["copies"])
+    return tuple(EffectsPlan.from_dict(p) for p in stored)
+
+
+def plans_json(plans: Sequence[EffectsPlan], keep_seed: bool) -> Any:
+    """`keep_seed`: plans drawn from a seed are stored as it, which code of level 12 cannot read
+    (revision 0030 leaves that code out); otherwise every plan is stored."""
+    if keep_seed and isinstance(plans, SeededPlans):
+        return {"seed": plans.seed, "copies": plans.copies}
+    return [p.to_dict() for p in plans]
+
+
+def job_params(job: Job, keep_seed: bool = False) -> dict[str, Any]:
     return {
         **_job_changes(job),
         "order_id": job.order_id,
-        "plans": Jsonb([p.to_dict() for p in job.plans]),
+        "plans": Jsonb(plans_json(job.plans, keep_seed)),
         "max_attempts": job.max_attempts,
         "created_at": job.created_at,
         "source_bytes": job.source_bytes,

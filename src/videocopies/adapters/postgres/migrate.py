@@ -29,7 +29,9 @@ from videocopies.adapters.postgres import queries
 # (a sent quote's Confirm) kept and swept by core (lapsing_buttons, 0026); 11: an account loads its working
 # lots only, and the lots a use case names (videocopies_load's `lots`, 0027); 12: the quotes' prune walk ranges
 # over ix_orders_unconfirmed (orders.confirmed_at, 0028), so no index names an order's state
-CODE_LEVEL = 12
+CODE_LEVEL = 13
+# Code below this level reads a job's plans only as a list of every plan (revision 0030).
+JOBS_KEEP_SEED_FROM = 13
 DEFAULT_CAPACITY = 10_000
 
 
@@ -45,6 +47,12 @@ class SchemaStatus:
     max_code_level: int
     code_level: int
     applied: tuple[str, ...]
+
+    @property
+    def jobs_keep_seed(self) -> bool:
+        """New jobs may store their plans as the seed they are drawn from: every code level
+        this schema admits reads that form."""
+        return self.min_code_level >= JOBS_KEEP_SEED_FROM
 
     def describe(self) -> str:
         return (

@@ -11,7 +11,7 @@ from videocopies.application.use_cases.announcements import progress_key
 from videocopies.application.use_cases.grants import reward_first_order
 from videocopies.application.use_cases.joined import after_commit, new_or_joined
 from videocopies.domain.coins import GrantRules
-from videocopies.domain.effects import plan_copies
+from videocopies.domain.effects import SeededPlans
 from videocopies.domain.jobs import make_job
 from videocopies.domain.pricing import PricingPolicy, QuoteKeys
 from videocopies.domain.shared import OrderId, UserId
@@ -60,7 +60,7 @@ class ConfirmOrder:
             account.reserve(order.order_id, order.total, now)
             if not await uow.capacity.take(order.order_id):
                 raise ServiceBusy(order.order_id)
-            plans = plan_copies(order.seed, order.quote.copies)
+            plans = SeededPlans(order.seed, order.quote.copies)  # drawn when a claim hands them out
             job = make_job(
                 self._ids.job_id(), order.order_id, plans, now, self._max_attempts, order.quote.source_bytes
             )

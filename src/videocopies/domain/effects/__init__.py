@@ -6,11 +6,12 @@ from videocopies.domain.effects.plan import (
     PLAN_VERSION,
     EffectsPlan,
     InvalidEffectsPlan,
+    SeededPlans,
     distance,
     plan_copies,
 )
 
 __all__ = [
-    "MAX_COPIES", "MIN_PLAN_DISTANCE", "PLAN_VERSION", "EffectsPlan", "InvalidEffectsPlan",
+    "MAX_COPIES", "MIN_PLAN_DISTANCE", "PLAN_VERSION", "EffectsPlan", "InvalidEffectsPlan", "SeededPlans",
     "distance", "plan_copies",
 ]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from videocopies.domain.effects.plan import SeededPlans
 from videocopies.domain.jobs.errors import (
     CancelNotRequested,
     CheckpointConflict,
@@ -98,7 +99,8 @@ class Job:
 
     job_id: JobId
     order_id: OrderId
-    plans: tuple[EffectsPlan, ...]
+    # A tuple, or SeededPlans: the same plans drawn from the order's seed when first read.
+    plans: Sequence[EffectsPlan]
     created_at: datetime
     max_attempts: int = 3
     source_bytes: int = 0
@@ -259,4 +261,5 @@ def make_job(
     max_attempts: int = 3,
     source_bytes: int = 0,
 ) -> Job:
-    return Job(job_id, order_id, tuple(plans), now, max_attempts=max_attempts, source_bytes=source_bytes)
+    fixed = plans if isinstance(plans, SeededPlans) else tuple(plans)
+    return Job(job_id, order_id, fixed, now, max_attempts=max_attempts, source_bytes=source_bytes)

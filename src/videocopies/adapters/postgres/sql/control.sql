@@ -5,7 +5,7 @@ SET LOCAL statement_timeout = '5s';
 -- control_leases --
 -- Leases held now, soonest to run out first.
 SELECT j.job_id, j.order_id, o.user_id, j.worker_id, left(j.owner_token, 6) AS owner_token_prefix, j.created_at,
-       j.acquired_at, j.lease_until, j.attempts, j.max_attempts, jsonb_array_length(j.plans) AS copies,
+       j.acquired_at, j.lease_until, j.attempts, j.max_attempts, o.copies,
        (SELECT count(*) FROM job_checkpoints c WHERE c.job_id = j.job_id) AS copies_done, j.cancel_requested
   FROM jobs j JOIN orders o ON o.order_id = j.order_id
  WHERE j.state = 'leased'

@@ -14,8 +14,9 @@ from videocopies.domain.shared import JobId, OrderId
 
 
 class PostgresJobs:
-    def __init__(self, uow: Transaction) -> None:
+    def __init__(self, uow: Transaction, keep_seed: bool = False) -> None:
         self._uow = uow
+        self._keep_seed = keep_seed  # see mappers.plans_json
         self.loaded: dict[JobId, tuple[Job, int, frozenset[int]]] = {}
         self.added: dict[JobId, Job] = {}
         self.absent: set[JobId] = set()  # prefetched and not there: no second look
@@ -73,7 +74,7 @@ class PostgresJobs:
         return [self.loaded[JobId(job_id)][0] for job_id in ids]
 
     def writes(self, now: datetime) -> Writes:
-        out: Writes = [("insert_job", mappers.job_params(j)) for j in self.added.values()]
+        out: Writes = [("insert_job", mappers.job_params(j, self._keep_seed)) for j in self.added.values()]
         for job, loaded, checkpointed in self.loaded.values():
             if job.version == loaded:
                 continue

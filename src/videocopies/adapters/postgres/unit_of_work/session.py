@@ -49,7 +49,7 @@ class PostgresUnitOfWork:
     outer block commits them all; leaving the inner block without commit forgets what it
     loaded and changed. `at_commit` statements (an inbox turn's) go with the outer COMMIT."""
 
-    def __init__(self, pool: AsyncConnectionPool, clock: Clock | None = None) -> None:
+    def __init__(self, pool: AsyncConnectionPool, clock: Clock | None = None, jobs_keep_seed: bool = False) -> None:
         self._pool = pool
         self.clock = clock or SystemClock()  # asked for what the writes stamp
         self._conn: psycopg.AsyncConnection[Any] | None = None
@@ -60,7 +60,9 @@ class PostgresUnitOfWork:
         self.late: write_set.Writes = []  # inserts that reference aggregates written at commit
         self.accounts = PostgresAccounts(self)
         self.orders = PostgresOrders(self)
-        self.jobs = PostgresJobs(self)
+        # A new job's plans stored as the seed they are drawn from: only once the schema admits
+        # no code that cannot read that (migrate.SchemaStatus.jobs_keep_seed).
+        self.jobs = PostgresJobs(self, jobs_keep_seed)
         self.receipts = PostgresReceipts(self)
         self.payments = PostgresPayments(self)
         self.refunds = PostgresRefunds(self)
