@@ -10,14 +10,16 @@ times (3), each figure the median of its rounds:
 - `raw`: the recorded statements as they are (confirm_wave.py's `raw_sql_seconds`);
 - `one_trip`: the same two calls sent as one simple query, as if the confirmation were decided
   in one round trip (inside the database, or from what the application already knew);
-- `lean`: the write set without what a confirmation could do without: the copies' plans (each
-  job's five or ten effects, which the seed already determines), the account's version bump (its
-  row is locked for the whole transaction), the reservation's hold rows and the capacity slot
-  (which could live in the reservation and the order);
+- `lean`: the write set without what a confirmation could do without: the copies' plans (since
+  a25b050 a job stores only the seed they are drawn from, so `raw` has this already), the
+  account's version bump (its row is locked for the whole transaction; but a single-statement
+  locked read, `locked_fetchone`, tells a stale snapshot by the version, so dropping the bump
+  needs that read changed too), the reservation's hold rows and the capacity slot (which could
+  live in the reservation and the order);
 - `one_trip_lean`: both, but with the account's version bump kept: a confirmation decided
   without its locking read relies on that guard to refuse a stale account.
 
-None of these shapes is built; each says what building it would buy on the machine of the run
+Apart from the plans, none of these shapes is built; each says what building it would buy on the machine of the run
 (docs/decisions/0007-what-the-confirmation-line-would-take.md). Prints one JSON line.
 
     uv run python bench/confirm_floor.py [--orders 1000] [--rounds 3]
