@@ -5,7 +5,8 @@ alone, and level 13 stores `{"seed": …, "copies": …}` for a job it makes fro
 schema's window tells it: `SchemaStatus.jobs_keep_seed`). Jobs stored before keep their lists.
 
 The check holds every row to one of the two forms, so a job whose plans nobody can read is
-refused when it is written, not when a worker claims it.
+refused when it is written, not when a worker claims it. It is added NOT VALID and validated
+apart: the scan of the jobs already stored then blocks no write.
 
 Revision ID: 0030
 Revises: 0029
@@ -31,6 +32,7 @@ ALTER TABLE jobs ADD CONSTRAINT ck_jobs_plans_form CHECK (
 
 def upgrade() -> None:
     op.execute(_CHECK)
+    op.execute("ALTER TABLE jobs VALIDATE CONSTRAINT ck_jobs_plans_form")
 
 
 _REFUSE_SEEDS = """
