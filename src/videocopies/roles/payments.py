@@ -38,9 +38,11 @@ def attach_provider(container: PostgresService, link: BotLink) -> Any:
 
 @asynccontextmanager
 async def _service(database_url: str) -> AsyncIterator[PostgresService]:
-    migrate.check(database_url)
+    schema = migrate.check(database_url)
     settings = PaymentsSettings.from_env()
-    container = postgres_service(settings.service, {"database_url": database_url, "pool_size": 2})
+    container = postgres_service(
+        settings.service, {"database_url": database_url, "pool_size": 2, "jobs_keep_seed": schema.jobs_keep_seed}
+    )
     bot = attach_provider(container, settings.bot)
     pool = container.gateways.pool()
     await pool.open(wait=True, timeout=30)
