@@ -4,6 +4,9 @@ of adapters/postgres/tables/."""
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 
 import psycopg
 import pytest
@@ -151,3 +154,22 @@ def test_jobs_keep_their_seed_only_once_no_admitted_code_misreads_it(empty_url: 
     with pytest.raises(Exception, match="store their plans as a seed"):
         migrate.downgrade(empty_url, "0029")
     assert migrate.status(empty_url).revision == "0030"
+
+
+def test_db_upgrade_stops_at_the_revision_it_is_given(empty_url: str) -> None:
+    """The operator's two steps for 0029 and 0030 (docs/operations.md), from the command line."""
+    migrate._run_alembic(empty_url, "upgrade", "0001")
+    migrate._run_alembic(empty_url, "upgrade", "0028")
+    env = {**os.environ, "VIDEOCOPIES_DATABASE_URL": empty_url}
+
+    def upgrade(*more: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "videocopies.cli", "db", "upgrade", *more],
+            env=env, capture_output=True, text=True, timeout=120, check=True,
+        )
+        return done.stdout
+
+    assert "revision 0029, accepts code levels 12..13" in upgrade("--to", "0029")
+    assert not migrate.status(empty_url).jobs_keep_seed
+    assert "revision 0030, accepts code levels 13..13" in upgrade()
+    assert migrate.status(empty_url).jobs_keep_seed
