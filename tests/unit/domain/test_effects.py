@@ -309,7 +309,7 @@ def test_seeded_plans_are_drawn_only_when_a_plan_is_read(monkeypatch):
         drawn.append((seed, copies))
         return real(seed, copies)
 
-    monkeypatch.setattr("videocopies.domain.effects.plan.plan_copies", counting)
+    monkeypatch.setattr("videocopies.domain.effects.seeded.plan_copies", counting)
     seeded = SeededPlans(7, 5)
     assert len(seeded) == 5 and drawn == []  # counting the copies draws nothing
     assert [p.copy_index for p in seeded] == [0, 1, 2, 3, 4]

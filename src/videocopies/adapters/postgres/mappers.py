@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, TypeVar
 
 from psycopg.types.json import Jsonb
 
+from videocopies.adapters.postgres.job_plans import plans_from_json, plans_json
 from videocopies.domain.coins import CoinAccount, CoinLot, Hold, LotKind, Reservation, SpentLots
-from videocopies.domain.effects import EffectsPlan, SeededPlans
 from videocopies.domain.jobs import CopyArtifact, Job, JobState, Lease
 from videocopies.domain.orders import CopyState, Order, OrderCopy, OrderState
 from videocopies.domain.payments import Payment, Refund, RefundState
@@ -196,21 +196,6 @@ def job_from_row(row: dict[str, Any]) -> Job:
         closed_by=row["closed_by"],
         source_bytes=row["source_bytes"],
     )
-
-
-def plans_from_json(stored: Any) -> Sequence[EffectsPlan]:
-    """Every plan (a list), or the seed they are drawn from (an object, revision 0030)."""
-    if isinstance(stored, dict):
-        return SeededPlans(stored["seed"], stored["copies"])
-    return tuple(EffectsPlan.from_dict(p) for p in stored)
-
-
-def plans_json(plans: Sequence[EffectsPlan], keep_seed: bool) -> Any:
-    """`keep_seed`: plans drawn from a seed are stored as it, which code of level 12 cannot read
-    (revision 0030 leaves that code out); otherwise every plan is stored."""
-    if keep_seed and isinstance(plans, SeededPlans):
-        return {"seed": plans.seed, "copies": plans.copies}
-    return [p.to_dict() for p in plans]
 
 
 def job_params(job: Job, keep_seed: bool = False) -> dict[str, Any]:

@@ -6,10 +6,10 @@ from videocopies.domain.effects.plan import (
     PLAN_VERSION,
     EffectsPlan,
     InvalidEffectsPlan,
-    SeededPlans,
     distance,
     plan_copies,
 )
+from videocopies.domain.effects.seeded import SeededPlans
 
 __all__ = [
     "MAX_COPIES", "MIN_PLAN_DISTANCE", "PLAN_VERSION", "EffectsPlan", "InvalidEffectsPlan", "SeededPlans",

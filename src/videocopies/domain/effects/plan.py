@@ -6,8 +6,8 @@ import hashlib
 import itertools
 import operator
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, cast, overload
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, cast
 
 import attrs
 
@@ -237,54 +237,6 @@ def plan_copies(seed: int, copies: int) -> tuple[EffectsPlan, ...]:
         plans.append(plan)
         positions.append(here)
     return tuple(plans)
-
-
-class SeededPlans(Sequence[EffectsPlan]):
-    """An order's plans as its seed fixes them (`plan_copies`), drawn the first time a plan is
-    read. Storage keeps the seed and the number of copies instead of every plan, and a confirmation, which
-    only stores the job, never draws them: the claim that hands the copies out does."""
-
-    __slots__ = ("seed", "copies", "_drawn")
-
-    def __init__(self, seed: int, copies: int) -> None:
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InvalidEffectsPlan(f"a seed is a whole number, not {seed!r}")
-        if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= MAX_COPIES:
-            raise InvalidEffectsPlan(f"an order has 1..{MAX_COPIES} copies, not {copies!r}")
-        self.seed, self.copies = seed, copies
-        self._drawn: tuple[EffectsPlan, ...] | None = None
-
-    def drawn(self) -> tuple[EffectsPlan, ...]:
-        if self._drawn is None:
-            self._drawn = plan_copies(self.seed, self.copies)
-        return self._drawn
-
-    def __len__(self) -> int:
-        return self.copies
-
-    @overload
-    def __getitem__(self, index: int) -> EffectsPlan: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[EffectsPlan, ...]: ...
-    def __getitem__(self, index: int | slice) -> EffectsPlan | tuple[EffectsPlan, ...]:
-        return self.drawn()[index]
-
-    def __iter__(self) -> Iterator[EffectsPlan]:
-        return iter(self.drawn())
-
-    def __eq__(self, other: object) -> bool:
-        # The same plans, however each side holds them.
-        if isinstance(other, SeededPlans):
-            return (self.seed, self.copies) == (other.seed, other.copies)
-        if isinstance(other, Sequence):
-            return self.drawn() == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self.drawn())
-
-    def __repr__(self) -> str:
-        return f"SeededPlans(seed={self.seed}, copies={self.copies})"
 
 
 def _far_from(others: Iterable[EffectsPlan], seed: int, index: int, attempt: int) -> EffectsPlan:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from videocopies.domain.effects.plan import SeededPlans
+from videocopies.domain.effects.seeded import SeededPlans
 from videocopies.domain.jobs.errors import (
     CancelNotRequested,
     CheckpointConflict,
