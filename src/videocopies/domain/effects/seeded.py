@@ -10,8 +10,9 @@ from videocopies.domain.effects.plan import MAX_COPIES, EffectsPlan, InvalidEffe
 
 class SeededPlans(Sequence[EffectsPlan]):
     """An order's plans as its seed fixes them (`plan_copies`), drawn the first time a plan is
-    read. Storage keeps the seed and the number of copies instead of every plan, and a confirmation, which
-    only stores the job, never draws them: the claim that hands the copies out does."""
+    read. Storage keeps the seed and the number of copies instead of every plan, so a
+    confirmation, which only stores the job, never draws them: the claim that hands the copies
+    out does."""
 
     __slots__ = ("seed", "copies", "_drawn")
 
