@@ -12,7 +12,8 @@ A wave arrives at a running core: its pool's connections have served before, so 
 backend has already compiled the two database functions and planned their statements (with
 PgBouncer in front, the server's connections outlive any client's). Each process therefore
 confirms `--warm` orders of other users on every connection of its pool before the common start,
-and the raw replay replays theirs the same way. `cold_seconds` is one wave of each kind on fresh
+and the raw replay replays theirs the same way; then each process settles its heap
+(`runtime.heap.settle`, as core does before it serves). `cold_seconds` is one wave of each kind on fresh
 connections, as the headline was measured before.
 
     uv run python bench/confirm_wave.py [--orders 1000] [--clients 50] [--pool 10] [--setting commit_delay=1000]
@@ -43,6 +44,7 @@ from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from videocopies.application import use_cases as uc
 from videocopies.domain.coins import LotKind
 from videocopies.domain.shared import UserId
+from videocopies.runtime import heap
 
 LITERAL = os.environ.get("VIDEOCOPIES_BENCH_LITERAL") == "1"
 _recording: contextvars.ContextVar[list[tuple[str, str, Any]] | None] = contextvars.ContextVar("rec", default=None)
@@ -111,7 +113,10 @@ async def app_wave(
 ) -> tuple[float, list[float], list[Any]]:
     container = service(url, pool_size=pool_size, clock=clock)
     if record:
-        container.gateways.uow.override(providers.Factory(RecordingUnitOfWork, pool=container.gateways.pool))
+        gateways = container.gateways
+        gateways.uow.override(providers.Factory(
+            RecordingUnitOfWork, pool=gateways.pool, clock=gateways.clock, jobs_keep_seed=gateways.jobs_keep_seed
+        ))
     pool = container.gateways.pool()
     await pool.open(wait=True)
     await pool.wait()
@@ -209,6 +214,7 @@ async def _timed_share(
     await pool.wait()
     await drive([call(item) for item in warm], pool_size)
     calls = [call(item) for item in items]
+    heap.settle()  # as core does once it has started, before it serves
     await asyncio.sleep(max(0.0, start_at - time.time()))
     began = time.time()
     _, latencies = await drive(calls, clients)

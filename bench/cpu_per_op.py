@@ -35,6 +35,7 @@ from videocopies.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from videocopies.adapters.system import RandomIds, SystemClock
 from videocopies.application import use_cases as uc
 from videocopies.domain.shared import WorkerId
+from videocopies.runtime import heap
 
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -83,6 +84,7 @@ async def confirmations(url: str, postmaster: int, orders: int, profile: bool) -
     await pool.open(wait=True)
     await pool.wait()
     confirm = container.use_cases.confirm_order()
+    heap.settle()  # as core does once it has started, before it serves
 
     async def work() -> int:
         calls = [lambda q=q: confirm(uc.ConfirmOrderCommand(*q)) for q in quotes]
