@@ -144,7 +144,7 @@ def test_jobs_keep_their_seed_only_once_no_admitted_code_misreads_it(empty_url: 
     migrate._run_alembic(empty_url, "upgrade", "0001")
     migrate._run_alembic(empty_url, "upgrade", "0029")
     assert (migrate.check(empty_url).min_code_level, migrate.status(empty_url).jobs_keep_seed) == (12, False)
-    migrate.upgrade(empty_url)
+    migrate.upgrade(empty_url, "0030")
     assert migrate.status(empty_url).jobs_keep_seed
     with psycopg.connect(empty_url, autocommit=True) as conn:
         *rows, job = _ONE_JOB.strip().split(";\n")
@@ -171,5 +171,5 @@ def test_db_upgrade_stops_at_the_revision_it_is_given(empty_url: str) -> None:
 
     assert "revision 0029, accepts code levels 12..13" in upgrade("--to", "0029")
     assert not migrate.status(empty_url).jobs_keep_seed
-    assert "revision 0030, accepts code levels 13..13" in upgrade()
+    assert "accepts code levels 13..13" in upgrade()
     assert migrate.status(empty_url).jobs_keep_seed
