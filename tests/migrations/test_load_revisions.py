@@ -3,14 +3,11 @@ of read a use case makes, it answers exactly as 0027's function did on the same 
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import psycopg
-import pytest
 
 from videocopies.adapters.postgres import migrate
-from videocopies.embedded.postgres import LocalPostgres
 
 _ROWS = """
 INSERT INTO coin_accounts (user_id, version, created_at) VALUES (1, 3, now()), (2, 1, now()), (3, 1, now());
@@ -52,16 +49,6 @@ READS = [
 ]
 
 
-@pytest.fixture
-def url(pg_server: LocalPostgres) -> str:
-    name = "load_revisions_" + hashlib.sha1(str(id(pg_server)).encode()).hexdigest()[:6]
-    if pg_server.database_exists(name):
-        pg_server.drop_database(name)
-    pg_server.create_database(name)
-    yield pg_server.url(name)
-    pg_server.drop_database(name)
-
-
 def _answers(url: str) -> list[object]:
     """Each read's answer, in a transaction rolled back (a claim leaves its jobs queued)."""
     answers = []
@@ -72,7 +59,8 @@ def _answers(url: str) -> list[object]:
     return answers
 
 
-def test_the_load_of_0031_answers_every_read_as_0027s_did(url: str) -> None:
+def test_the_load_of_0031_answers_every_read_as_0027s_did(empty_url: str) -> None:
+    url = empty_url
     migrate._run_alembic(url, "upgrade", "0001")
     migrate._run_alembic(url, "upgrade", "0031")
     with psycopg.connect(url, autocommit=True) as conn:

@@ -3,7 +3,6 @@ of adapters/postgres/tables/."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -29,16 +28,6 @@ def _tables(url: str) -> set[str]:
     with psycopg.connect(url, autocommit=True) as conn:
         rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
     return {r[0] for r in rows} - {"alembic_version"}
-
-
-@pytest.fixture
-def empty_url(pg_server: LocalPostgres) -> str:
-    name = "stairway_" + hashlib.sha1(str(id(pg_server)).encode()).hexdigest()[:6]
-    if pg_server.database_exists(name):
-        pg_server.drop_database(name)
-    pg_server.create_database(name)
-    yield pg_server.url(name)
-    pg_server.drop_database(name)
 
 
 def test_every_revision_upgrades_downgrades_and_upgrades_again(empty_url: str) -> None:
