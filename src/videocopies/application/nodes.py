@@ -94,6 +94,7 @@ class NodeAuthenticator:
         self._unknown: OrderedDict[str, None] = OrderedDict()
         self._unknown_reload_at: datetime | None = None
         self._reloading: asyncio.Future[None] | None = None
+        self._news: asyncio.Future[None] | None = None  # the reload that news asked for, running
         self._loads = 0  # full reloads so far: an older read never replaces a newer one
         self._seen: dict[str, datetime] = {}
         self._changed = asyncio.Event()
@@ -136,6 +137,12 @@ class NodeAuthenticator:
         return node
 
     async def _look_up(self, node_id: str) -> Node | None:
+        # News that has come and not been acted on may be about this very node (issued a
+        # moment ago, its token used at once): its reload is waited for, not raced.
+        if self._changed.is_set() or self._news is not None:
+            await self._reload_for_news()
+            if (node := self._nodes.get(node_id)) is not None:
+                return node
         # A token issued a moment ago whose news has not arrived yet is found by a reload of
         # every live node, at most once per `unknown_reload_s` whatever ids come meanwhile.
         if node_id in self._unknown:
@@ -166,6 +173,19 @@ class NodeAuthenticator:
         finally:
             self._reloading = None
 
+    async def _reload_for_news(self) -> None:
+        """The reload news asked for, shared by every caller waiting for it."""
+        if self._news is None:
+            self._news = asyncio.ensure_future(self._reload_news())
+        await asyncio.shield(self._news)
+
+    async def _reload_news(self) -> None:
+        try:
+            self._changed.clear()  # news arriving during this read asks for another
+            await self.reload()
+        finally:
+            self._news = None
+
     async def _keep_fresh(self) -> None:
         loop = asyncio.get_running_loop()
         last_reload = last_flush = loop.time()
@@ -173,8 +193,10 @@ class NodeAuthenticator:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), min(self._refresh_s, self._flush_seen_s))
             try:
-                if self._changed.is_set() or loop.time() - last_reload >= self._refresh_s:
-                    self._changed.clear()
+                if self._changed.is_set():
+                    await self._reload_for_news()
+                    last_reload = loop.time()
+                elif loop.time() - last_reload >= self._refresh_s:
                     await self.reload()
                     last_reload = loop.time()
                 if loop.time() - last_flush >= self._flush_seen_s:

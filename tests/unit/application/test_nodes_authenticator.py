@@ -98,6 +98,23 @@ async def test_news_of_a_node_forgets_the_ids_refused_before() -> None:
     assert (await authenticator.authenticate(issued.token)) is not None
 
 
+async def test_a_node_whose_news_came_is_let_in_before_that_news_is_acted_on() -> None:
+    """Its token used the moment it was issued, after a flood spent the period's reload: the
+    reload the news asked for is waited for, once for every caller, and lets it in."""
+    registry, clock = CountedRegistry(), ManualClock()
+    authenticator = await _started(registry, clock)
+    assert await authenticator.authenticate("0123456789abcdef.nope") is None  # the period's reload spent
+    issued = await IssueNodeToken(registry, clock, secrets.token_hex)("worker-late", "worker")
+
+    authenticator.nodes_changed()  # the NOTIFY came; the refresh task has not run yet
+    found = await asyncio.gather(*(authenticator.authenticate(issued.token) for _ in range(20)))
+
+    assert [node.name if node else None for node in found] == ["worker-late"] * 20
+    assert registry.reads == 2
+    assert await authenticator.authenticate("fedcba9876543210.nope") is None  # news acted on: no more reads
+    assert registry.reads == 2
+
+
 async def test_the_remembered_unknown_ids_are_bounded() -> None:
     registry, clock = CountedRegistry(), ManualClock()
     authenticator = await _started(registry, clock)
