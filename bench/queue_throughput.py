@@ -49,6 +49,7 @@ from videocopies.adapters.system import RandomIds, SystemClock
 from videocopies.application import use_cases as uc
 from videocopies.application.claims import ClaimWaiters
 from videocopies.domain.shared import WorkerId
+from videocopies.runtime import heap
 
 TTL = timedelta(seconds=30)
 
@@ -99,6 +100,7 @@ async def _drain(url: str, worker: str, batch: int, start_at: float) -> tuple[fl
     uow = lambda: PostgresUnitOfWork(pool)  # noqa: E731
     then_claim = uc.CompleteThenClaim(uow, SystemClock(), complete.together, claim)
     me = WorkerId(worker)
+    heap.settle()  # as core does once it has started, before it serves
     await asyncio.sleep(max(0.0, start_at - time.time()))
     began, done, cpu = time.time(), 0, time.process_time()
     held: list[uc.ClaimedJob] = []
