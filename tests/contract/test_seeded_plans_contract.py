@@ -83,3 +83,13 @@ async def test_the_schema_refuses_plans_in_neither_form(stored_as: Backend) -> N
     order_id = await confirmed_order(b)
     with psycopg.connect(url) as conn, pytest.raises(psycopg.errors.CheckViolation):
         conn.execute("UPDATE jobs SET plans = '{\"seed\": \"7\", \"copies\": 5}' WHERE order_id = %s", (order_id,))
+    with psycopg.connect(url) as conn, pytest.raises(psycopg.errors.CheckViolation, match="ck_jobs_plans_form|neither"):
+        conn.execute(
+            "INSERT INTO jobs (job_id, order_id, state, plans, max_attempts, attempts, cancel_requested, created_at,"
+            " version) SELECT 'bad', order_id, 'queued', '{\"copies\": 5}', 3, 0, false, now(), 0 FROM orders"
+            " WHERE order_id = %s",
+            (order_id,),
+        )
+    with psycopg.connect(url) as conn:  # a write that does not name the plans leaves them as they are
+        conn.execute("UPDATE jobs SET version = version + 1 WHERE order_id = %s", (order_id,))
+        assert conn.execute("SELECT jsonb_typeof(plans) FROM jobs WHERE order_id = %s", (order_id,)).fetchone()

@@ -47,12 +47,9 @@ jobs = Table(
     CheckConstraint("state IN ('queued', 'leased', 'done', 'failed', 'cancelled')", name="state"),
     CheckConstraint("attempts <= max_attempts", name="attempts"),
     CheckConstraint("(state = 'leased') = (owner_token IS NOT NULL AND lease_until IS NOT NULL)", name="lease"),
-    # Every plan (a list), or the seed and count they are drawn from (0030, code of level 13).
-    CheckConstraint(
-        "jsonb_typeof(plans) = 'array' OR (jsonb_typeof(plans) = 'object' AND jsonb_typeof(plans->'seed') = "
-        "'number' AND jsonb_typeof(plans->'copies') = 'number')",
-        name="plans_form",
-    ),
+    # `plans` holds every plan (a list), or the seed and count they are drawn from (0030, code
+    # level 13): checked by the trigger jobs_plans_form when it is written (0032), not by a CHECK
+    # that every write of a job would read again.
     # The claim reads queued jobs oldest first, and the sweep reads leases by expiry.
     Index("ix_jobs_queued", "created_at", "job_id", postgresql_where=text("state = 'queued'")),
     Index("ix_jobs_leased", "lease_until", postgresql_where=text("state = 'leased'")),
