@@ -14,6 +14,9 @@ Revision ID: 0032
 Revises: 0031
 """
 
+import importlib.util
+from pathlib import Path
+
 from alembic import op
 
 revision = "0032"
@@ -40,13 +43,16 @@ CREATE TRIGGER jobs_plans_form BEFORE INSERT OR UPDATE OF plans ON jobs FOR EACH
     EXECUTE FUNCTION videocopies_job_plans_form();
 """
 
-_CHECK = """
-ALTER TABLE jobs ADD CONSTRAINT ck_jobs_plans_form CHECK (
-    jsonb_typeof(plans) = 'array'
-    OR (jsonb_typeof(plans) = 'object' AND jsonb_typeof(plans->'seed') = 'number'
-        AND jsonb_typeof(plans->'copies') = 'number')
-) NOT VALID
-"""
+
+def _check_of_0030() -> str:
+    """0030's constraint, as that revision froze it (added NOT VALID)."""
+    path = Path(__file__).with_name("0030_jobs_keep_their_seed.py")
+    spec = importlib.util.spec_from_file_location("_revision_0030", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text: str = module._CHECK
+    return text
 
 
 def upgrade() -> None:
@@ -55,7 +61,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute(_CHECK)
+    op.execute(_check_of_0030())
     op.execute("ALTER TABLE jobs VALIDATE CONSTRAINT ck_jobs_plans_form")
     op.execute("DROP TRIGGER jobs_plans_form ON jobs")
     op.execute("DROP FUNCTION videocopies_job_plans_form()")
