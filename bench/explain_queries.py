@@ -39,10 +39,10 @@ INSERT INTO orders (order_id, user_id, source_key, copies, price_per_copy, total
 SELECT 'o' || n, 1 + n % 2000, 's', 1, 4, 4, 1, now(), 't', n,
        CASE WHEN n <= 10000 THEN 'done' ELSE 'confirmed' END, '[["pending", null]]', now(), 1
   FROM generate_series(1, 12000) n;
-INSERT INTO coin_reservations (order_id, user_id, amount, debited, released, open)
-SELECT 'o' || n, 1 + n % 2000, 4, 0, 0, n > 10000 FROM generate_series(1, 12000) n;
-INSERT INTO coin_holds (order_id, seq, lot_id, held)
-SELECT 'o' || n, 0, 'l' || (1 + n % 2000), CASE WHEN n > 10000 THEN 4 ELSE 0 END FROM generate_series(1, 12000) n;
+INSERT INTO coin_reservations (order_id, user_id, amount, debited, released, open, holds)
+SELECT 'o' || n, 1 + n % 2000, 4, 0, 0, n > 10000,
+       jsonb_build_array(jsonb_build_array('l' || (1 + n % 2000), CASE WHEN n > 10000 THEN 4 ELSE 0 END))
+  FROM generate_series(1, 12000) n;
 INSERT INTO jobs (job_id, order_id, state, plans, max_attempts, attempts, cancel_requested, worker_id,
                   owner_token, acquired_at, lease_until, created_at, version)
 SELECT 'j' || n, 'o' || n, CASE WHEN n <= 10000 THEN 'done' WHEN n <= 11500 THEN 'queued' ELSE 'leased' END,
@@ -95,7 +95,7 @@ INTRO = [
     "back. The second part lists every statement by file, with what it is for.",
     "",
     "At commit the unit of work sends its writes as one call of `videocopies_apply` (`apply_writes`;",
-    "the function's whole text is in migration 0023), which runs the statement of each write",
+    "the function's whole text is in migration 0033), which runs the statement of each write",
     "(`update_job_fenced`, `take_slot`, ...) as the file of that name shows it, with the same index",
     "conditions; a refusal inside it raises its own SQLSTATE: VCL01 lease lost, VCC01 capacity",
     "full, VCS01 source gone. A use case's opening read runs inside `videocopies_load`",

@@ -16,15 +16,17 @@ LEDGER_CHECKS = {
     "lot_adds_up": """
         SELECT count(*) FROM coin_lots l
         WHERE l.amount <> l.available + l.debited + l.expired
-              + (SELECT coalesce(sum(h.held), 0) FROM coin_holds h WHERE h.lot_id = l.lot_id)""",
+              + (SELECT coalesce(sum((h.hold->>1)::integer), 0)
+                   FROM coin_reservations r, jsonb_array_elements(r.holds) h(hold) WHERE h.hold->>0 = l.lot_id)""",
     "negative": """
         SELECT (SELECT count(*) FROM coin_lots WHERE available < 0 OR debited < 0 OR expired < 0)
-             + (SELECT count(*) FROM coin_holds WHERE held < 0)
+             + (SELECT count(*) FROM coin_reservations r, jsonb_array_elements(r.holds) h(hold)
+                 WHERE (h.hold->>1)::integer < 0)
              + (SELECT count(*) FROM coin_reservations WHERE debited < 0 OR released < 0)""",
     "reservation_adds_up": """
         SELECT count(*) FROM coin_reservations r
         WHERE r.amount <> r.debited + r.released
-              + (SELECT coalesce(sum(h.held), 0) FROM coin_holds h WHERE h.order_id = r.order_id)""",
+              + (SELECT coalesce(sum((h.hold->>1)::integer), 0) FROM jsonb_array_elements(r.holds) h(hold))""",
     "debits_match": """
         SELECT count(*) FROM coin_reservations r JOIN orders o USING (order_id)
         WHERE r.debited <> o.price_per_copy * (SELECT count(*) FROM coin_debits d WHERE d.order_id = r.order_id)""",
@@ -33,7 +35,7 @@ LEDGER_CHECKS = {
     "closed_order_holds": """
         SELECT count(*) FROM coin_reservations r JOIN orders o USING (order_id)
         WHERE o.state IN ('done', 'cancelled', 'failed')
-          AND EXISTS (SELECT 1 FROM coin_holds h WHERE h.order_id = r.order_id AND h.held > 0)""",
+          AND EXISTS (SELECT 1 FROM jsonb_array_elements(r.holds) h(hold) WHERE (h.hold->>1)::integer > 0)""",
 }
 
 

@@ -535,8 +535,9 @@ async def test_two_hundred_concurrent_confirmations_by_one_user_never_over_reser
     # The tables agree: no lot below zero, every coin either available or held by an open reservation.
     lots = query(
         direct_url,
-        "SELECT l.lot_id, l.amount, l.available, coalesce(sum(h.held), 0)::int FROM coin_lots l"
-        "  LEFT JOIN coin_holds h ON h.lot_id = l.lot_id GROUP BY l.lot_id ORDER BY l.lot_id",
+        "SELECT l.lot_id, l.amount, l.available, coalesce(sum((h.hold->>1)::integer), 0)::int FROM coin_lots l"
+        "  LEFT JOIN (coin_reservations r CROSS JOIN jsonb_array_elements(r.holds) h(hold)) ON h.hold->>0 = l.lot_id"
+        " GROUP BY l.lot_id ORDER BY l.lot_id",
     )
     assert all(available >= 0 and available + held == amount for _, amount, available, held in lots), lots
     assert sum(available for _, _, available, _ in lots) == coins % TOTAL

@@ -120,8 +120,8 @@ def balance(url: str, user: int) -> tuple[int, int, int]:
     """Available, held for orders, debited."""
     (available, debited), = _fetch(url, "SELECT coalesce(sum(available), 0), coalesce(sum(debited), 0) "
                                    "FROM coin_lots WHERE user_id = %s", user)
-    (held,), = _fetch(url, "SELECT coalesce(sum(h.held), 0) FROM coin_holds h JOIN coin_reservations r "
-                      "USING (order_id) WHERE r.user_id = %s", user)
+    (held,), = _fetch(url, "SELECT coalesce(sum((h.hold->>1)::integer), 0) FROM coin_reservations r, "
+                      "jsonb_array_elements(r.holds) h(hold) WHERE r.user_id = %s", user)
     return int(available), int(held), int(debited)
 
 

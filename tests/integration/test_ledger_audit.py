@@ -16,8 +16,9 @@ BREAKAGES = {
     "lots_add_up": "UPDATE coin_lots SET available = available - 1 WHERE kind = 'manual'",
     "reservations_add_up": "UPDATE coin_reservations SET released = released + 1 "
     "WHERE order_id = (SELECT min(order_id) FROM coin_reservations WHERE open)",
-    "holds_on_own_lots": "INSERT INTO coin_holds (order_id, seq, lot_id, held) SELECT r.order_id, 99, l.lot_id, 0 "
-    "FROM coin_reservations r, coin_lots l WHERE r.user_id = 7001 AND l.user_id = 7002 LIMIT 1",
+    "holds_on_own_lots": "UPDATE coin_reservations SET holds = holds || jsonb_build_array(jsonb_build_array("
+    "(SELECT min(lot_id) FROM coin_lots WHERE user_id = 7002), 0)) "
+    "WHERE order_id = (SELECT min(order_id) FROM coin_reservations WHERE user_id = 7001)",
     "orders_reserved": "UPDATE orders SET state = 'quoted' WHERE state = 'cancelled'",
     "debits_per_copy": "DELETE FROM coin_debits",
     "orders_have_jobs": "DELETE FROM job_checkpoints ; DELETE FROM jobs WHERE order_id = "
@@ -48,3 +49,16 @@ async def test_each_broken_rule_is_found_by_its_check(pg_server: LocalPostgres, 
     assert check in found
     # A coin gone from a lot or a reservation unbalances its account too.
     assert found <= {check, "accounts_balance"}, found
+
+
+async def test_a_hold_on_a_lot_that_does_not_exist_is_found(pg_server: LocalPostgres, database: str) -> None:
+    """No foreign key reaches a hold since the holds are a list in their reservation's row (0033)."""
+    url = pg_server.url(database)
+    await live_a_little(url)
+    with psycopg.connect(url, autocommit=True) as conn:
+        changed = conn.execute(
+            "UPDATE coin_reservations SET holds = holds || '[[\"no-such-lot\", 0]]' "
+            "WHERE order_id = (SELECT min(order_id) FROM coin_reservations)"
+        ).rowcount
+    assert changed == 1
+    assert {finding.check for finding in audit_ledger(url).findings} == {"holds_on_own_lots"}

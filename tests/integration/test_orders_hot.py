@@ -24,10 +24,9 @@ SELECT 'l' || n, n, 'start', 10, now(), now() + interval '30 days', 9, 0, 0, 0 F
 INSERT INTO orders (order_id, user_id, source_key, copies, price_per_copy, total, tariff_version,
                     quote_expires_at, quote_token, seed, state, copy_states, created_at, version)
 SELECT 'o' || n, n, 's', 1, 1, 1, 1, now(), 't', n, 'confirmed', '[]', now(), 1 FROM generate_series(1, {ORDERS}) n;
-INSERT INTO coin_reservations (order_id, user_id, amount, debited, released, open)
-SELECT 'o' || n, n, 1, 0, 0, true FROM generate_series(1, {ORDERS}) n;
-INSERT INTO coin_holds (order_id, seq, lot_id, held)
-SELECT 'o' || n, 0, 'l' || n, 1 FROM generate_series(1, {ORDERS}) n;
+INSERT INTO coin_reservations (order_id, user_id, amount, debited, released, open, holds)
+SELECT 'o' || n, n, 1, 0, 0, true, jsonb_build_array(jsonb_build_array('l' || n, 1))
+  FROM generate_series(1, {ORDERS}) n;
 UPDATE capacity_slots SET order_id = 'o' || slot_id WHERE slot_id <= {ORDERS};
 INSERT INTO jobs (job_id, order_id, state, plans, max_attempts, attempts, cancel_requested, created_at, version)
 SELECT 'j' || n, 'o' || n, 'queued', '[]', 3, 0, false, now(), 0 FROM generate_series(1, {ORDERS}) n;

@@ -22,7 +22,7 @@ import queue_floor  # noqa: E402
 import queue_throughput  # noqa: E402
 
 TABLES = ("jobs", "orders", "capacity_slots", "outbox", "receipts", "coin_accounts", "coin_lots",
-          "coin_reservations", "coin_holds", "refused_writes")
+          "coin_reservations", "refused_writes")
 BATCH = 10
 Writes = dict[str, tuple[int, int, int]]
 

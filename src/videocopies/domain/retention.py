@@ -31,7 +31,7 @@ PRUNE_TABLES = "prune-tables"  # the duty under which one node at a time prunes
 
 # Coins, reservations, payments and their history: kept forever, whatever the settings say.
 MONEY = frozenset({
-    "coin_accounts", "coin_lots", "coin_reservations", "coin_holds", "coin_debits", "payments",
+    "coin_accounts", "coin_lots", "coin_reservations", "coin_debits", "payments",
     "refunds", "payment_claims", "provider_charges", "provider_cursor", "payment_reversals",
     "referrals", "coin_grants",
 })

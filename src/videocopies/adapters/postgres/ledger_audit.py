@@ -19,7 +19,7 @@ CHECKS: tuple[tuple[str, str], ...] = (
         "reservations_add_up",
         "a reservation holds its amount less what was debited and released, and a closed one holds nothing",
     ),
-    ("holds_on_own_lots", "a reservation holds coins only from its own user's lots"),
+    ("holds_on_own_lots", "a reservation holds coins only from existing lots of its own user"),
     ("accounts_balance", "for every account, granted = available + reserved + debited + expired"),
     (
         "orders_reserved",

@@ -28,8 +28,10 @@ from videocopies.adapters.postgres import queries
 # 9: the language a user chose with /language (bot_users.chosen_language, 0025); 10: buttons that lapse
 # (a sent quote's Confirm) kept and swept by core (lapsing_buttons, 0026); 11: an account loads its working
 # lots only, and the lots a use case names (videocopies_load's `lots`, 0027); 12: the quotes' prune walk ranges
-# over ix_orders_unconfirmed (orders.confirmed_at, 0028), so no index names an order's state
-CODE_LEVEL = 13
+# over ix_orders_unconfirmed (orders.confirmed_at, 0028), so no index names an order's state; 13: a job may
+# keep the seed its plans are drawn from (0029); 14: a reservation keeps its holds in its row
+# (coin_reservations.holds, 0033)
+CODE_LEVEL = 14
 # Code below this level reads a job's plans only as a list of every plan (revision 0030).
 JOBS_KEEP_SEED_FROM = 13
 DEFAULT_CAPACITY = 10_000

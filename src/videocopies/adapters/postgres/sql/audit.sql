@@ -3,7 +3,8 @@
 -- debited or expired.
 SELECT l.lot_id, l.amount, l.available, coalesce(h.held, 0) AS held, l.debited, l.expired
 FROM coin_lots l
-LEFT JOIN (SELECT lot_id, sum(held) AS held FROM coin_holds GROUP BY lot_id) h USING (lot_id)
+LEFT JOIN (SELECT h.hold->>0 AS lot_id, sum((h.hold->>1)::integer) AS held
+             FROM coin_reservations r, jsonb_array_elements(r.holds) h(hold) GROUP BY 1) h USING (lot_id)
 WHERE l.amount <> l.available + coalesce(h.held, 0) + l.debited + l.expired
    OR least(l.available, l.debited, l.expired) < 0;
 
@@ -12,17 +13,21 @@ WHERE l.amount <> l.available + coalesce(h.held, 0) + l.debited + l.expired
 -- and a closed one holds nothing.
 SELECT r.order_id, r.amount, r.debited, r.released, r.open, coalesce(h.held, 0) AS held
 FROM coin_reservations r
-LEFT JOIN (SELECT order_id, sum(held) AS held, min(held) AS least FROM coin_holds GROUP BY order_id) h
-  USING (order_id)
+LEFT JOIN LATERAL (SELECT sum((h.hold->>1)::integer) AS held, min((h.hold->>1)::integer) AS least
+                     FROM jsonb_array_elements(r.holds) h(hold)) h ON true
 WHERE r.amount - r.debited - r.released <> coalesce(h.held, 0)
    OR least(r.debited, r.released, coalesce(h.least, 0)) < 0
    OR (NOT r.open AND coalesce(h.held, 0) <> 0);
 
 -- audit_holds_on_own_lots --
--- The rows that break the rule: a reservation holds coins only from its own user's lots.
-SELECT h.order_id, h.lot_id, r.user_id AS reserved_for, l.user_id AS lot_of
-FROM coin_holds h JOIN coin_reservations r USING (order_id) JOIN coin_lots l USING (lot_id)
-WHERE r.user_id <> l.user_id;
+-- The rows that break the rule: a reservation holds coins only from its own user's lots, and
+-- from lots that exist (the holds are a list in the reservation's row since migration 0033, which
+-- no foreign key can reach).
+SELECT r.order_id, h.hold->>0 AS lot_id, r.user_id AS reserved_for, l.user_id AS lot_of
+FROM coin_reservations r
+CROSS JOIN LATERAL jsonb_array_elements(r.holds) h(hold)
+LEFT JOIN coin_lots l ON l.lot_id = h.hold->>0
+WHERE l.user_id IS DISTINCT FROM r.user_id;
 
 -- audit_accounts_balance --
 -- The rows that break the rule: for every account, granted = available + reserved + debited +

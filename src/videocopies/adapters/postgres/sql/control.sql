@@ -41,9 +41,7 @@ SELECT lot_id, kind, amount, granted_at, expires_at, available, debited, expired
   FROM coin_lots WHERE user_id = %(user_id)s ORDER BY granted_at, lot_id;
 
 -- control_reservations --
-SELECT r.order_id, r.amount, r.debited, r.released, r.open,
-       (SELECT coalesce(json_agg(json_build_array(h.lot_id, h.held) ORDER BY h.seq), '[]')
-          FROM coin_holds h WHERE h.order_id = r.order_id) AS holds
+SELECT r.order_id, r.amount, r.debited, r.released, r.open, r.holds
   FROM coin_reservations r WHERE r.user_id = %(user_id)s
  ORDER BY r.open DESC, r.order_id
  LIMIT 200;

@@ -12,8 +12,7 @@ SELECT a.version,
        (SELECT coalesce(json_agg(json_build_object(
                    'order_id', r.order_id, 'amount', r.amount, 'debited', r.debited,
                    'released', r.released,
-                   'holds', (SELECT coalesce(json_agg(json_build_array(h.lot_id, h.held) ORDER BY h.seq), '[]')
-                               FROM coin_holds h WHERE h.order_id = r.order_id),
+                   'holds', r.holds,
                    'keys', (SELECT coalesce(json_agg(d.key), '[]')
                               FROM coin_debits d WHERE d.order_id = r.order_id))), '[]')
           FROM coin_reservations r WHERE r.user_id = a.user_id AND r.open) AS reservations
@@ -28,8 +27,8 @@ SELECT a.version,
                          ORDER BY l.granted_at, l.lot_id)
                          FILTER (WHERE l.available > 0 OR l.lot_id = ANY(%(lots)s::text[])
                                     OR l.lot_id = ANY(ARRAY(
-                                           SELECT h.lot_id FROM coin_reservations r
-                                             JOIN coin_holds h ON h.order_id = r.order_id
+                                           SELECT h.hold->>0
+                                             FROM coin_reservations r, jsonb_array_elements(r.holds) h(hold)
                                             WHERE r.user_id = a.user_id AND r.open))), '[]') AS lots,
                        json_build_array(coalesce(sum(l.amount), 0), coalesce(sum(l.debited), 0),
                                         coalesce(sum(l.expired + l.available), 0),
@@ -67,19 +66,26 @@ UPDATE coin_lots SET available = %(available)s, debited = %(debited)s, expired =
  WHERE lot_id = %(lot_id)s;
 
 -- insert_reservation --
--- Run at commit inside videocopies_apply (migration 0023), as written here.
-INSERT INTO coin_reservations (order_id, user_id, amount, debited, released, open)
-VALUES (%(order_id)s, %(user_id)s, %(amount)s, %(debited)s, %(released)s, %(open)s);
+-- Run at commit inside videocopies_apply (migration 0033), as written here: the holds, a list of
+-- [lot_id, held] in the order they were taken, in the reservation's row.
+INSERT INTO coin_reservations (order_id, user_id, amount, debited, released, open, holds)
+VALUES (%(order_id)s, %(user_id)s, %(amount)s, %(debited)s, %(released)s, %(open)s, %(holds)s);
 
 -- update_reservation --
--- Run at commit inside videocopies_apply (migration 0023), as written here.
-UPDATE coin_reservations SET debited = %(debited)s, released = %(released)s, open = %(open)s
+-- Run at commit inside videocopies_apply (migration 0033), as written here.
+UPDATE coin_reservations SET debited = %(debited)s, released = %(released)s, open = %(open)s, holds = %(holds)s
  WHERE order_id = %(order_id)s;
 
 -- upsert_hold --
--- Run at commit inside videocopies_apply (migration 0023), as written here.
-INSERT INTO coin_holds (order_id, seq, lot_id, held) VALUES (%(order_id)s, %(seq)s, %(lot_id)s, %(held)s)
-    ON CONFLICT (order_id, seq) DO UPDATE SET held = excluded.held;
+-- Run inside videocopies_apply (migration 0033), as written here, for code of level 13 only: it
+-- writes each hold on its own, in the order of its seq, where code of level 14 sends the whole list
+-- with its reservation. The hold replaces its place in the list, or is added at its end.
+UPDATE coin_reservations
+   SET holds = CASE WHEN %(seq)s < jsonb_array_length(holds)
+                    THEN jsonb_set(holds, ARRAY[%(seq)s::text], jsonb_build_array(%(lot_id)s::text, %(held)s::integer))
+                    ELSE holds || jsonb_build_array(jsonb_build_array(%(lot_id)s::text, %(held)s::integer))
+               END
+ WHERE order_id = %(order_id)s;
 
 -- insert_debit --
 -- Run at commit inside videocopies_apply (migration 0023), as written here.

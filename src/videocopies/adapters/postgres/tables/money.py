@@ -13,11 +13,11 @@ from sqlalchemy import (
     Index,
     Integer,
     PrimaryKeyConstraint,
-    SmallInteger,
     Table,
     Text,
     text,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 
 from videocopies.adapters.postgres.tables.schema import metadata, when
 
@@ -72,21 +72,13 @@ coin_reservations = Table(
     Column("debited", Integer, nullable=False),
     Column("released", Integer, nullable=False),
     Column("open", Boolean, nullable=False),
+    # [lot_id, held] in the order the holds were taken (0033; `coin_holds` is a view of it for code of
+    # level 13). The ledger audit checks that each lot exists and is the same user's.
+    Column("holds", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
     CheckConstraint("debited + released <= amount", name="within_amount"),
     Index(None, "user_id"),
     # An account loads its open reservations through this, not every order it ever paid for (0027).
     Index("ix_coin_reservations_open", "user_id", postgresql_where=text("open")),
-)
-
-coin_holds = Table(
-    "coin_holds",
-    metadata,
-    Column("order_id", Text, ForeignKey("coin_reservations.order_id"), nullable=False),
-    Column("seq", SmallInteger, nullable=False),
-    Column("lot_id", Text, ForeignKey("coin_lots.lot_id"), nullable=False),
-    Column("held", Integer, nullable=False),
-    PrimaryKeyConstraint("order_id", "seq"),
-    CheckConstraint("held >= 0", name="not_negative"),
 )
 
 coin_debits = Table(

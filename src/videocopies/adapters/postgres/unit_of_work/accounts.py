@@ -125,20 +125,15 @@ class PostgresAccounts:
                 "debited": r.debited,
                 "released": r.released,
                 "open": r.open,
+                "holds": [[hold.lot_id, hold.held] for hold in r.holds],  # in its row (migration 0033)
             }
             if was is None:
                 out.append(("insert_reservation", params))
-                old_holds: tuple[int, ...] = ()
                 old_keys: frozenset[str] = frozenset()
             else:
-                if was[:3] != (r.debited, r.released, r.open):
+                if was[:4] != (r.debited, r.released, r.open, tuple(h.held for h in r.holds)):
                     out.append(("update_reservation", params))
-                old_holds, old_keys = was[3], was[4]
-            for seq, hold in enumerate(r.holds):
-                if seq >= len(old_holds) or old_holds[seq] != hold.held:
-                    out.append(
-                        ("upsert_hold", {"order_id": r.order_id, "seq": seq, "lot_id": hold.lot_id, "held": hold.held})
-                    )
+                old_keys = was[4]
             for key in sorted(r.debit_keys - old_keys):
                 out.append(("insert_debit", {"order_id": r.order_id, "key": key}))
         return out
