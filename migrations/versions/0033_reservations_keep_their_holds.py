@@ -17,8 +17,10 @@ its own (`upsert_hold`), which `videocopies_apply` now writes into the list, so 
 side of this revision. Code of level 14 sends the list with its reservation and never reads the
 view; a later revision that no longer admits level 13 can drop it.
 
-Both functions are emitted whole, as they stand after this revision; downgrade emits 0023's apply
-and 0031's load, and puts the rows back.
+The upgrade writes every reservation once, in one transaction: about 10 s a million reservations
+on the benchmarks' durable server, while confirmations and settlements wait for it (going down:
+16 s a million). Both functions are emitted whole, as they stand after this revision; downgrade
+emits 0023's apply and 0031's load, and puts the rows back.
 
 Revision ID: 0033
 Revises: 0032
