@@ -282,3 +282,62 @@ async def test_a_notification_and_reconciliation_crediting_at_once_credit_once(b
     credited = [answers[0], answers[1].credited == ("ch-7",)]
     assert sorted(credited) == [False, True]
     assert (await figures(b))[0] == 220
+
+
+async def _unconfirmed(b: Backend, count: int) -> None:
+    """Until `count` claims are written and wait for the provider (up to 10 s)."""
+    for _ in range(1000):
+        async with b.new_uow() as uow:
+            if len(await uow.claims.unconfirmed()) >= count:
+                return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{count} claims never came")
+
+
+async def test_notices_at_once_share_reads_but_never_one_that_began_before_them(backend: Backend) -> None:
+    """A notice whose claim comes while the provider is being read takes the next read: the one
+    under way may have looked for claims before this one was written. Every notice that comes
+    meanwhile shares that next read. One look each (no waits), so a notice answered from the
+    earlier read would stay unconfirmed."""
+    b = backend
+    take = uc.TakePayment(b.uow, b.clock, b.cases.credit_payment(), b.cases.confirm_payments(), waits=(0.0,))
+    listed, go_on = asyncio.Event(), asyncio.Event()
+    plain = b.provider.since
+
+    async def first_read_held(position: int) -> object:
+        answer = await plain(position)
+        if not listed.is_set():
+            listed.set()
+            await go_on.wait()
+        return answer
+
+    b.provider.since = first_read_held  # type: ignore[method-assign]
+    b.provider.settled.append(ProviderTransaction("ch-first", USER, 50, "XTR", "buy:50:100"))
+    first = asyncio.ensure_future(take(uc.CreditPaymentCommand("ch-first", USER, 100, 50, "XTR", "buy:50:100", "e")))
+    await listed.wait()  # the first read has the list, without the charges below
+    later_users = [UserId(500 + n) for n in range(6)]
+    for user in later_users:
+        b.provider.settled.append(ProviderTransaction(f"ch-{user}", user, 50, "XTR", "buy:50:100"))
+    later = [
+        asyncio.ensure_future(take(uc.CreditPaymentCommand(f"ch-{u}", u, 100, 50, "XTR", "buy:50:100", "e")))
+        for u in later_users
+    ]
+    await _unconfirmed(b, 1 + len(later_users))
+    go_on.set()
+    assert await first
+    assert await asyncio.gather(*later) == [True] * len(later_users)
+    assert b.provider.reads == 2
+    assert [(await figures(b, u))[0] for u in [USER, *later_users]] == [100] * 7
+
+
+async def test_a_flood_of_invented_charges_asks_the_provider_a_few_times_not_once_each(backend: Backend) -> None:
+    b = backend
+    take = b.cases.take_payment()
+    invented = [uc.CreditPaymentCommand(f"made-up-{n}", UserId(600 + n), 600, 250, "XTR", "buy:250:600", "edge-2")
+                for n in range(20)]
+    assert await asyncio.gather(*map(take, invented)) == [False] * 20
+    # Each looks three times (at once, then after 0.3 and 1 s): 60 reads if none were shared. The
+    # notices' claims are written one after another, so each look of theirs is spread over a few reads.
+    assert b.provider.reads <= 30, b.provider.reads
+    async with b.new_uow() as uow:
+        assert len(await uow.claims.unconfirmed()) == 20

@@ -3,6 +3,7 @@ provider's own refusals."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 
 from videocopies.application.errors import ProviderUnavailable, RefundRefused
@@ -15,12 +16,15 @@ class InMemoryPaymentProvider:
         self.settled: list[ProviderTransaction] = list(transactions or [])
         self.unreachable = False  # refunds fail as a network error would, for tests
         self.answers_lost = False  # refunds are made, but the answer never comes back
+        self.reads = 0  # lists read (`since`), for tests
 
     async def transactions(self) -> AsyncIterator[ProviderTransaction]:
         for tx in list(self.settled):
             yield tx
 
     async def since(self, position: int) -> tuple[Sequence[ProviderTransaction], int]:
+        self.reads += 1
+        await asyncio.sleep(0)  # an answer comes back later, as over the network
         if self.unreachable:
             raise ProviderUnavailable("the provider did not answer")
         return list(self.settled[position:]), len(self.settled)

@@ -77,17 +77,40 @@ class CreditPayment:
 class ConfirmPayments:
     """Reads what the provider listed since the last read (a cursor into its chronological
     list), and credits every claim whose charge it lists, on the provider's terms: its user,
-    its amount and the offer paid for, never what the claim said."""
+    its amount and the offer paid for, never what the claim said.
+
+    Callers at once share reads: a burst of payment notices (or a flood of invented ones) asks
+    the provider about twice, not once per notice, which would also run into its rate limit. A
+    caller never takes the answer of a read that started before it came, since that read may
+    have looked for claims before the caller's was written."""
 
     def __init__(
         self, uow: UowFactory, provider: PaymentProvider, credit: CreditPayment,
         coins_for: Callable[[str | None, int, str], int | None],
     ) -> None:
         self._uow, self._provider, self._credit, self._coins_for = uow, provider, credit, coins_for
+        self._one_at_a_time = asyncio.Lock()  # FIFO: callers waiting take the next read in turn
+        self._started = self._finished = 0  # reads, numbered as they start
+        self._answer: tuple[str, ...] | BaseException = ()
 
     async def __call__(self) -> tuple[str, ...]:
-        """The external ids credited. Raises ProviderNotConfigured (no provider) or
-        ProviderUnavailable, before anything is written."""
+        """The external ids credited by a read that started after this call. Raises
+        ProviderNotConfigured (no provider) or ProviderUnavailable, before anything is written."""
+        first_after_me = self._started + 1
+        async with self._one_at_a_time:
+            if self._finished < first_after_me:
+                self._started += 1
+                number = self._started
+                try:
+                    self._answer = await self._read()
+                except (ProviderNotConfigured, ProviderUnavailable) as refused:
+                    self._answer = refused
+                self._finished = number
+            if isinstance(self._answer, BaseException):
+                raise self._answer
+            return self._answer
+
+    async def _read(self) -> tuple[str, ...]:
         async with self._uow() as uow:
             position = await uow.claims.cursor()
         charges, position = await self._provider.since(position)  # no transaction open meanwhile
