@@ -46,3 +46,9 @@ Feature: Buying coins with Telegram Stars through the bot
     And the coin packages change to: 100 Stars buy 250 coins
     When Telegram tells us the user paid that invoice with charge "ch-3"
     Then the user is told 220 coins were added
+
+  Scenario: Many users paying at the same moment are each credited, and Telegram is asked a few times, not once each
+    Given 20 users have each asked to buy the package of 50 Stars
+    When Telegram tells us at the same moment that each of them paid that invoice
+    Then each of them is told 100 coins were added
+    And Telegram's list of payments was read at most 6 times

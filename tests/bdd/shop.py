@@ -46,6 +46,8 @@ class Shop:
     people: dict[str, UserId] = attrs.Factory(lambda: {"the user": USER})
     updates: Any = attrs.Factory(lambda: itertools.count(1))
     invoice: dict[str, Any] | None = None
+    buyers: dict[UserId, dict[str, Any]] = attrs.Factory(dict)  # each buyer's invoice
+    reads_before: int = 0  # the provider's list reads before a step
 
     @property
     def service(self) -> InMemoryService:
@@ -85,10 +87,14 @@ class Shop:
 
     def tell_bot(self, user_id: UserId, kind: str, **fields: Any) -> None:
         """What edge does with a Telegram update: store it in the inbox; then core handles it."""
-        event = InboxEvent(next(self.updates), BotUser(user_id, "en"), kind, **fields)
+        self.tell_bot_at_once([(user_id, kind, fields)])
+
+    def tell_bot_at_once(self, updates: list[tuple[UserId, str, dict[str, Any]]]) -> None:
+        """Updates stored together (edge stores a burst so), then handled."""
+        events = [InboxEvent(next(self.updates), BotUser(user, "en"), kind, **f) for user, kind, f in updates]
 
         async def deliver() -> None:
-            await self.service.gateways.inbox().add([event], self.clock.now())
+            await self.service.gateways.inbox().add(events, self.clock.now())
             processor = self.service.bot.inbox_processor()
             while await processor.turn():
                 pass

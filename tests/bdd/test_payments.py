@@ -153,6 +153,41 @@ def paid_unnotified(shop: Shop, charge: str) -> None:
     _settles(shop, charge)
 
 
+@given(parsers.parse("{count:d} users have each asked to buy the package of {stars:d} Stars"))
+def many_ask_to_buy(shop: Shop, count: int, stars: int) -> None:
+    for n in range(count):
+        user = shop.person(f"buyer {n}")
+        shop.tell_bot(user, "text", text="/buy")
+        shop.tell_bot(user, "button", data=f"b:{stars}")
+        (shop.buyers[user],) = [m.payload for m in shop.store.outbox.values()
+                                if m.kind == "invoice" and m.user_id == user]
+
+
+@when("Telegram tells us at the same moment that each of them paid that invoice")
+def many_told_paid(shop: Shop) -> None:
+    provider = shop.service.gateways.payment_provider()
+    paid = {user: PaidInvoice(f"ch-{user}", i["stars"], "XTR", i["offer"]) for user, i in shop.buyers.items()}
+    for user, payment in paid.items():
+        provider.settled.append(
+            ProviderTransaction(payment.charge_id, user, payment.total_amount, "XTR", payment.invoice_payload)
+        )
+    shop.reads_before = provider.reads
+    shop.tell_bot_at_once([(user, "payment", {"payment": payment}) for user, payment in paid.items()])
+
+
+@then(parsers.parse("each of them is told {coins:d} coins were added"))
+def many_told_added(shop: Shop, coins: int) -> None:
+    assert [[m["coins"] for m in shop.told("coins_credited", user)] for user in shop.buyers] == [[coins]] * len(
+        shop.buyers
+    )
+
+
+@then(parsers.parse("Telegram's list of payments was read at most {count:d} times"))
+def provider_read(shop: Shop, count: int) -> None:
+    reads = shop.service.gateways.payment_provider().reads - shop.reads_before
+    assert 1 <= reads <= count, reads
+
+
 @then(parsers.parse("the user is told {coins:d} coins were added"))
 def told_added(shop: Shop, coins: int) -> None:
     assert shop.told("coins_credited")[-1]["coins"] == coins
