@@ -100,12 +100,11 @@ class ConfirmPayments:
         async with self._one_at_a_time:
             if self._finished < first_after_me:
                 self._started += 1
-                number = self._started
                 try:
                     self._answer = await self._read()
                 except (ProviderNotConfigured, ProviderUnavailable) as refused:
                     self._answer = refused
-                self._finished = number
+                self._finished = self._started  # reads run one at a time, under the lock
             if isinstance(self._answer, BaseException):
                 raise self._answer
             return self._answer
