@@ -45,7 +45,7 @@ def make_clip(
 SCENES: Mapping[str, str] = {
     # A still, softly lit background; a head-sized shape that bobs and a mouth that opens.
     "talking_head": (
-        "gradients=size={w}x{h}:rate={fps}:speed=0.004:seed=7,"
+        "gradients=size={w}x{h}:rate={fps}:speed=0.004:seed=7:c0=0x40485c:c1=0x9c8a78,"
         "drawbox=x='iw*0.3+iw*0.02*sin(2*PI*t*0.7)':y='ih*0.25+ih*0.01*sin(2*PI*t*1.3)'"
         ":w=iw*0.4:h=ih*0.35:color=0xd9a384:t=fill,"
         "drawbox=x='iw*0.43':y='ih*0.48':w=iw*0.14:h='ih*0.01+ih*0.025*abs(sin(2*PI*t*3))'"
