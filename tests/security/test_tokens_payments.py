@@ -150,3 +150,24 @@ async def test_a_leaked_token_flooding_invented_charges_credits_none(
         await asyncio.gather(*(_handled(api, 10 + n) for n in range(20)))
         assert await api.rows("SELECT * FROM payments") == []
         assert len(await api.rows("SELECT * FROM payment_claims WHERE node = 'edge-2'")) == 20
+
+
+async def test_a_user_is_answered_while_a_flood_of_invented_charges_waits_on_the_provider(
+    pg_server: LocalPostgres, database: str, bot: Bot
+) -> None:
+    """Forty invented charges, more than core's four inbox workers take in their turns, are each
+    looked up over 1.3 s. The workers do not wait for them: a /start sent meanwhile is answered
+    before the flood is done (before, every worker waited on the provider for its payers first)."""
+    url = pg_server.url(database)
+    async with core_serving(url, provider=TelegramPaymentProvider(bot)) as api, api.client("edge-2") as edge:
+        await edge.post("/v1/inbox", json={"events": [_payment(10 + n, 6000 + n, f"stxMany{n}") for n in range(40)]})
+        await api.until("SELECT 1 FROM payment_claims HAVING count(*) >= 32")  # four turns' payers under way
+        sent = time.monotonic()
+        start = {"update_id": 100, "user": {"id": 7000, "first_name": "Bystander"}, "kind": "text", "text": "/start"}
+        await edge.post("/v1/inbox", json={"events": [start]})
+        await _handled(api, 100)
+        answered_s = time.monotonic() - sent
+        unfinished = await api.rows("SELECT count(*) FROM inbox WHERE kind = 'payment' AND processed_at IS NULL")
+        assert unfinished[0][0] > 0 and answered_s < 1.0, (unfinished, answered_s)
+        await asyncio.gather(*(_handled(api, 10 + n) for n in range(40)))
+        assert await api.rows("SELECT * FROM payments") == []

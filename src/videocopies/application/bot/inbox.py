@@ -18,7 +18,9 @@ A payment waits on the provider, which no transaction (nor its pooled connection
 its user's queue stops there, the turn commits with the user held for `lease_s` (a lease
 other turns respect), the payment is handled outside any transaction (its use case keeps its
 own), and a turn for that user alone marks it done and goes on with the events behind it. The
-payments of one turn are handled side by side.
+payments of one turn are handled side by side. In `run` a worker does not wait for them: they go
+on in the background (at most `payments_at_once`) while it takes its next turn, so a burst of
+payments, or a flood of invented ones, never keeps other users waiting for the provider.
 A processor that dies meanwhile leaves the payment to the next once the lease ends.
 """
 
@@ -70,6 +72,7 @@ class InboxProcessor:
         others_per_turn: int = 8,
         fetch_timeout_s: float = 600.0,
         lease_s: float = 30.0,
+        payments_at_once: int = 64,
     ) -> None:
         self._inbox, self._conversation, self._clock = inbox, conversation, clock
         self._replies_queued, self._users_per_turn, self._others_per_turn = (
@@ -77,12 +80,17 @@ class InboxProcessor:
         )
         self._fetch_timeout, self._lease = timedelta(seconds=fetch_timeout_s), timedelta(seconds=lease_s)
         self.handled = 0
+        self._payments_at_once = payments_at_once
+        self._payments: set[asyncio.Task[None]] = set()
 
-    async def turn(self) -> int:
+    async def turn(self, detached: bool = False) -> int:
         """Handle the pending events of waiting users in one transaction: users with only simple
         text commands (the bulk of a burst, up to `users_per_turn`) together in a few
         statements, up to `others_per_turn` others one event at a time. 0 when no user was
-        waiting. More users are handled side by side by turns of other workers."""
+        waiting. More users are handled side by side by turns of other workers.
+
+        The turn's payments are waited for, unless `detached`: then they go on in the background
+        and count as handled here (`settled` waits for them)."""
         news: News = []
         paying: list[InboxEvent] = []
         async with self._inbox.turn() as turn:
@@ -96,12 +104,38 @@ class InboxProcessor:
             turn.hold([e.user.user_id for e in paying], self._clock.now() + self._lease)
             await turn.commit()
         self._after(handled, news)
+        self.handled += handled
+        if detached:
+            await self._detach(paying)
+            return handled + len(paying)
         # Side by side: each waits on the provider for up to about a second and a half, and one
         # after another a turn of many payers (a burst, or a flood of invented charges) would
         # keep this worker from every other user for that long each.
-        handled += sum(await asyncio.gather(*map(self._paying, paying)))
-        self.handled += handled
-        return handled
+        paid = sum(await asyncio.gather(*map(self._paying, paying)))
+        self.handled += paid
+        return handled + paid
+
+    async def _detach(self, paying: list[InboxEvent]) -> None:
+        """The payments go on in the background; with `payments_at_once` of them under way this
+        worker waits for one to end before it starts another, so a flood cannot pile up tasks."""
+        for payment in paying:
+            while len(self._payments) >= self._payments_at_once:
+                await asyncio.wait(set(self._payments), return_when=asyncio.FIRST_COMPLETED)
+            task = asyncio.create_task(self._paying_apart(payment))
+            self._payments.add(task)
+            task.add_done_callback(self._payments.discard)
+
+    async def _paying_apart(self, payment: InboxEvent) -> None:
+        try:
+            self.handled += await self._paying(payment)
+        except Exception as error:  # noqa: BLE001 - the lease ends and a later turn tries again
+            log.warning("payment %s not marked done yet, tried again after %s: %r",
+                        payment.update_id, self._lease, error)
+
+    async def settled(self) -> None:
+        """Wait for the payments going on in the background."""
+        while self._payments:
+            await asyncio.wait(set(self._payments))
 
     async def _bulk(self, turn: InboxTurn, by_user: dict[UserId, list[InboxEvent]], news: News) -> int:
         """The users whose events are all simple text, handled together; taken out of `by_user`.
@@ -206,15 +240,18 @@ class InboxProcessor:
         `wait` reports news (events stored) or the safety poll comes round. An idle inbox
         costs one glance (`peek`) per safety poll, not a lease attempt per worker."""
         news = True
-        while not stop.is_set():
-            if news or peek is None or await _safely(peek):
-                await asyncio.gather(*(self._drain(stop) for _ in range(workers)))
-            news = bool(await _stopped_or(stop, wait(safety_poll_s)))
+        try:
+            while not stop.is_set():
+                if news or peek is None or await _safely(peek):
+                    await asyncio.gather(*(self._drain(stop) for _ in range(workers)))
+                news = bool(await _stopped_or(stop, wait(safety_poll_s)))
+        finally:
+            await self.settled()  # a payment under way is finished, not left for the lease to end
 
     async def _drain(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
-                if not await self.turn():
+                if not await self.turn(detached=True):
                     return
             except Exception as error:  # noqa: BLE001 - the database may be restarting
                 log.warning("inbox turn failed: %r", error)
