@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 from psycopg import sql
@@ -44,8 +48,19 @@ def as_service_user(argv: Sequence[str | Path]) -> list[str | Path]:
     return [runuser, "-u", service_account().pw_name, "--", *argv]
 
 
+# A Unix socket's path may not exceed 107 bytes; a longer one is made in the temporary directory.
+_SOCKET_PATH_MAX = 107
+
+
 class LocalPostgres(LocalServer):
-    """One private PostgreSQL server: its own directory, port and Unix socket dir, trust auth on 127.0.0.1."""
+    """One private PostgreSQL server: its own directory, port and Unix socket dir, trust auth.
+
+    Trust is safe only where no other account can connect. The socket (mode 0700, in a directory
+    of mode 0700) admits the server's own user and root alone. `tcp` also listens on 127.0.0.1,
+    where any local account would get in as superuser (and through `COPY ... PROGRAM`, run
+    commands as the server's user): for tests, benchmarks, replicas and PgBouncer, never for the
+    roles' own databases (all-in-one's, `copies make`'s, `backup verify`'s scratch), which pass
+    `tcp=False` and are reached by `url()` through the socket."""
 
     def __init__(
         self,
@@ -56,11 +71,13 @@ class LocalPostgres(LocalServer):
         max_connections: int = 300,
         extra_settings: Mapping[str, str] | None = None,
         major: str | None = None,
+        tcp: bool = True,
     ) -> None:
         """`major`: the version a new data directory is made with, when installed (an existing
         one always opens with the version that made it)."""
         super().__init__(base_dir, port, "videocopies-pg-")
         self.major = major
+        self.tcp = tcp
         self.durable = durable
         self.max_connections = max_connections
         self.extra_settings = dict(extra_settings or {})
@@ -72,7 +89,17 @@ class LocalPostgres(LocalServer):
 
     @property
     def socket_dir(self) -> Path:
-        return self.base_dir / "socket"
+        beside = self.base_dir / "socket"
+        if len(str(beside / f".s.PGSQL.{self.port}").encode()) <= _SOCKET_PATH_MAX:
+            return beside
+        named = hashlib.sha256(str(self.base_dir).encode()).hexdigest()[:16]  # the same on every start
+        return Path(tempfile.gettempdir()) / f"videocopies-pg-{named}"
+
+    def url(self, dbname: str = "postgres") -> str:
+        if self.tcp:
+            return super().url(dbname)
+        where = f"host={quote(str(self.socket_dir))}&port={self.port}"
+        return f"postgresql://{SERVICE_USER}@/{quote(dbname, safe='')}?{where}"
 
     @property
     def log_path(self) -> Path:
@@ -86,9 +113,10 @@ class LocalPostgres(LocalServer):
     def settings(self) -> dict[str, str]:
         off = "on" if self.durable else "off"
         return {
-            "listen_addresses": "127.0.0.1",
+            "listen_addresses": "127.0.0.1" if self.tcp else "",
             "port": str(self.port),
             "unix_socket_directories": str(self.socket_dir),
+            "unix_socket_permissions": "0700",
             "fsync": off,
             "synchronous_commit": off,
             "full_page_writes": off,
@@ -155,7 +183,11 @@ class LocalPostgres(LocalServer):
 
     def _prepare(self) -> None:
         assert self._bindir is not None
-        self.socket_dir.mkdir(exist_ok=True)
+        self.socket_dir.mkdir(mode=0o700, exist_ok=True)
+        ours = {os.geteuid(), *([service_account().pw_uid] if running_as_root() else [])}
+        if (owner := self.socket_dir.stat().st_uid) not in ours:
+            raise LocalServerError(f"{self.socket_dir} belongs to another account (uid {owner}): not ours to listen in")
+        self.socket_dir.chmod(0o700)  # one made before this mode was set, too
         hand_to_service_user(self.base_dir, self.socket_dir)
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb(self._bindir)
@@ -170,6 +202,11 @@ class LocalPostgres(LocalServer):
 
     def _bind_failed(self, log_start: int) -> bool:
         return "could not bind" in log_tail(self.log_path, lines=1000, start=log_start)
+
+    def stop(self) -> None:
+        super().stop()
+        if not self.socket_dir.is_relative_to(self.base_dir):
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
 
     def _halt(self) -> None:
         """Fast mode, immediate if that fails."""

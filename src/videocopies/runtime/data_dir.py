@@ -44,7 +44,7 @@ def database(data: Path, say: Callable[[str], None]) -> Iterator[str]:
     went missing is an error, not a fresh start)."""
     _prepare(data)
     first_run = not (data / "postgres" / "data" / "PG_VERSION").exists()
-    with LocalPostgres(base_dir=data / "postgres", durable=True) as pg:
+    with LocalPostgres(base_dir=data / "postgres", durable=True, tcp=False) as pg:
         url = pg.url("videocopies")
         schema = migrate.init(url) if first_run else migrate.upgrade(url)
         say(f"PostgreSQL {'created' if first_run else 'started'} in {data / 'postgres'} (schema {schema.revision})")

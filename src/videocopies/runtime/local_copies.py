@@ -55,7 +55,7 @@ async def make(
 ) -> dict[str, Any]:
     """The copies of `source` in `out`, `scratch` for the objects and work; the report.
     `service_on`: the application's container over the database at a URL."""
-    with LocalPostgres() as pg:  # its own directory, reachable by the server's user, removed on stop
+    with LocalPostgres(tcp=False) as pg:  # its own directory, reachable by the server's user, removed on stop
         url = pg.url("videocopies")
         migrate.init(url, capacity=10)
         service = service_on(url)

@@ -12,7 +12,8 @@ from videocopies.application.bot.inbox import InboxProcessor
 from videocopies.application.ports import BotUser, InboxEvent, OutboxMessage
 from videocopies.domain.shared import UserId
 
-BOB, ALICE, CAROL = BotUser(UserId(8), "en", "Bob"), BotUser(UserId(9), "en", "Alice"), BotUser(UserId(10), "en", "Carol")
+BOB, ALICE = BotUser(UserId(8), "en", "Bob"), BotUser(UserId(9), "en", "Alice")
+CAROL = BotUser(UserId(10), "en", "Carol")
 
 
 class SlowProvider:
@@ -36,7 +37,8 @@ class SlowProvider:
             self.most_waiting = max(self.most_waiting, self.waiting)
             await self.go_on.wait()
             self.waiting -= 1
-        return [OutboxMessage(event.user.user_id, "screen", {"screen": event.text or event.kind}, f"in:{event.update_id}")]
+        screen = {"screen": event.text or event.kind}
+        return [OutboxMessage(event.user.user_id, "screen", screen, f"in:{event.update_id}")]
 
 
 def _said(shop) -> list[tuple[int, str]]:  # type: ignore[no-untyped-def]

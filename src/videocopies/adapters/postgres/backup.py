@@ -98,7 +98,7 @@ def verify_backup(path: Path) -> Verification:
     # Restored into the major it was dumped from when that is installed, by a pg_restore at least
     # as new as the pg_dump that wrote it.
     restore = client_bindir(dumped_by) / "pg_restore"
-    scratch = LocalPostgres(major=str(dumped_from))
+    scratch = LocalPostgres(major=str(dumped_from), tcp=False)
     began = time.monotonic()
     with scratch:
         started = time.monotonic()
