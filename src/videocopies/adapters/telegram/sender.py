@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections import Counter
@@ -36,6 +37,7 @@ from videocopies.adapters.telegram.turns import ChatTurns
 from videocopies.application.lapsing import UNBUTTON
 
 log = logging.getLogger(__name__)
+KEPT_REPORTS = "reports-unsent.json"  # in the work directory, between a stop and the next start
 
 
 class Sender:
@@ -44,8 +46,10 @@ class Sender:
         pacer: Pacer | None = None, blocked: BlockedChats | None = None, batch: int = 100, queue_limit: int = 400,
         hold_s: float = 60.0, connections: int = 16, copy_connections: int = 6, attempts: int = 6,
         longest_pause_s: float = 30.0, progress_every_s: float = 2.5,
-        report_every_s: float = 0.05, clock: Callable[[], float] = time.monotonic,
+        report_every_s: float = 0.05, clock: Callable[[], float] = time.monotonic, final_flush_s: float = 10.0,
     ) -> None:
+        """`final_flush_s`: how long a stopping sender tries to hand core its last reports; what
+        core did not take by then is kept in `work_dir` and handed over by the next start."""
         self._core = core
         self.pacer = pacer or Pacer()
         self.blocked = blocked or BlockedChats()
@@ -64,6 +68,7 @@ class Sender:
         self._known: dict[int, float] = {}  # message id -> claimed at (dedupes a claim that overlaps)
         self._failures: Counter[int] = Counter()
         self._reports: list[dict[str, Any]] = []
+        self._kept, self._final_flush_s = work_dir / KEPT_REPORTS, final_flush_s
         self._news = asyncio.Event()
         self._room = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -78,7 +83,13 @@ class Sender:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Claim, send and report until `stop`; what was sent is reported before returning.
-        Messages still queued are left to their hold: core offers them again after it."""
+        Messages still queued are left to their hold: core offers them again after it.
+
+        A report core cannot take while this stops (core away, answering 503) is kept on disk and
+        sent first by the next start: lost, its message would be offered again when its hold
+        ended and sent twice, and a copy among them charged only then. Core takes a report
+        twice as once."""
+        self._reports[:0] = self._take_kept()
         parts = [
             asyncio.ensure_future(self._claim_loop(stop)),
             asyncio.ensure_future(self._dispatch_loop(stop)),
@@ -96,7 +107,8 @@ class Sender:
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
             with contextlib.suppress(Exception):
-                await self._flush_reports()
+                await asyncio.wait_for(self._flush_reports(), self._final_flush_s)
+            self._keep_unsent()
             self._turns.clear()
             self._known.clear()
 
@@ -244,11 +256,35 @@ class Sender:
         while not stop.is_set():
             await sleep_unless(stop, self._report_every_s)
             try:
-                await self._flush_reports()
+                # A stop cuts a flush short (core may be retried for minutes): the final one is bounded.
+                await until_stopped(stop, self._flush_reports())
             except Exception as error:  # noqa: BLE001 - kept and sent with the next ones
                 log.warning("reports not delivered to core (%r); again shortly", error)
                 self.counts["report_failures"] += 1
                 await sleep_unless(stop, 1.0)
+
+    def _keep_unsent(self) -> None:
+        if not self._reports:
+            return
+        self._kept.parent.mkdir(parents=True, exist_ok=True)
+        partial = self._kept.with_name(self._kept.name + ".partial")
+        partial.write_text(json.dumps(self._reports))
+        partial.replace(self._kept)  # whole or not at all
+        log.warning("%d reports not taken by core while stopping: kept in %s for the next start",
+                    len(self._reports), self._kept)
+
+    def _take_kept(self) -> list[dict[str, Any]]:
+        try:
+            kept = json.loads(self._kept.read_text())
+        except FileNotFoundError:
+            return []
+        except ValueError:
+            log.warning("%s is unreadable: left for an operator, its reports not sent", self._kept)
+            self._kept.rename(self._kept.with_name(self._kept.name + ".unreadable"))
+            return []
+        self._kept.unlink()
+        log.info("%d reports kept by the last stop: sent first", len(kept))
+        return list(kept)
 
     async def _flush_reports(self) -> None:
         while self._reports:
