@@ -52,3 +52,10 @@ Feature: Buying coins with Telegram Stars through the bot
     When Telegram tells us at the same moment that each of them paid that invoice
     Then each of them is told 100 coins were added
     And Telegram's list of payments was read at most 6 times
+
+  Scenario: Other users are answered while Telegram is slow to confirm payments
+    Given 20 users have each asked to buy the package of 50 Stars
+    And Telegram takes a second to answer each read of its list of payments
+    When Telegram tells us at the same moment that each of them paid that invoice, and then a new user sends /start
+    Then the new user is answered before any of them is told coins were added
+    And each of them is told 100 coins were added

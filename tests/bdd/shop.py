@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 from collections.abc import Awaitable, Callable
@@ -101,6 +102,31 @@ class Shop:
 
         self.run(deliver())
 
+    def tell_running_bot(
+        self, updates: list[tuple[UserId, str, dict[str, Any]]], then: tuple[UserId, str, dict[str, Any]],
+        taken: Callable[[], bool], until: Callable[[], bool],
+    ) -> None:
+        """Updates stored together and handled as core runs its inbox (one worker here, payments
+        going on in the background); once `taken()`, `then` is stored too; the inbox runs until
+        `until()` (10 s at most)."""
+        events = [InboxEvent(next(self.updates), BotUser(user, "en"), kind, **f) for user, kind, f in updates]
+        user, kind, fields = then
+        later = InboxEvent(next(self.updates), BotUser(user, "en"), kind, **fields)
+
+        async def deliver() -> None:
+            inbox, processor, stop = self.service.gateways.inbox(), self.service.bot.inbox_processor(), asyncio.Event()
+            await inbox.add(events, self.clock.now())
+            running = asyncio.create_task(processor.run(stop, _glance, workers=1, safety_poll_s=0.02))
+            try:
+                await _until(taken)
+                await inbox.add([later], self.clock.now())
+                await _until(until)
+            finally:
+                stop.set()
+                await running
+
+        self.run(deliver())
+
     def told(self, screen: str, user_id: UserId = USER) -> list[dict[str, Any]]:
         """What the user was told on that screen, oldest first."""
         return [
@@ -194,3 +220,17 @@ def override_settings(shop: Shop, **changes: Any) -> None:
     for case in ("reconcile_payments", "reward_referral", "credit_payment", "confirm_order", "take_payment",
                  "confirm_payments"):
         getattr(shop.cases, case).reset()
+
+
+async def _glance(seconds: float) -> bool:
+    """The inbox's wait for news: a glance every 20 ms, as if news always came."""
+    await asyncio.sleep(min(seconds, 0.02))
+    return True
+
+
+async def _until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    for _ in range(int(seconds / 0.01)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the inbox never got there")

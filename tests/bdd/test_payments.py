@@ -11,6 +11,7 @@ from videocopies.application import use_cases as uc
 from videocopies.application.ports import PaidInvoice
 from videocopies.domain.coins import LotKind
 from videocopies.domain.payments import CoinPackage, OfferWithdrawn, PackageCatalog, ProviderTransaction
+from videocopies.domain.shared import UserId
 
 from .shop import USER, Shop, checks_refusal, override_settings
 
@@ -166,13 +167,54 @@ def many_ask_to_buy(shop: Shop, count: int, stars: int) -> None:
 @when("Telegram tells us at the same moment that each of them paid that invoice")
 def many_told_paid(shop: Shop) -> None:
     provider = shop.service.gateways.payment_provider()
+    paid = _settled_for_buyers(shop)
+    shop.reads_before = provider.reads
+    shop.tell_bot_at_once([(user, "payment", {"payment": payment}) for user, payment in paid.items()])
+
+
+@given("Telegram takes a second to answer each read of its list of payments")
+def provider_slow(shop: Shop) -> None:
+    shop.service.gateways.payment_provider().answer_after_s = 1.0
+
+
+@when("Telegram tells us at the same moment that each of them paid that invoice, and then a new user sends /start")
+def many_told_paid_then_start(shop: Shop) -> None:
+    provider = shop.service.gateways.payment_provider()
+    paid = _settled_for_buyers(shop)
+    shop.reads_before = provider.reads
+    newcomer = shop.person("newcomer")
+
+    def everyone_answered() -> bool:
+        return bool(_sent_to(shop, newcomer)) and all(shop.told("coins_credited", user) for user in shop.buyers)
+
+    shop.tell_running_bot(
+        [(user, "payment", {"payment": payment}) for user, payment in paid.items()],
+        then=(newcomer, "text", {"text": "/start"}),
+        taken=lambda: provider.reads > shop.reads_before,
+        until=everyone_answered,
+    )
+
+
+@then("the new user is answered before any of them is told coins were added")
+def newcomer_first(shop: Shop) -> None:
+    (first, *_) = _sent_to(shop, shop.person("newcomer"))
+    credited = [i for i, m in shop.store.outbox.items() if m.payload.get("screen") == "coins_credited"]
+    assert len(credited) == len(shop.buyers) and first < min(credited), (first, credited)
+
+
+def _sent_to(shop: Shop, user: UserId) -> list[int]:
+    return sorted(i for i, m in shop.store.outbox.items() if m.user_id == user)
+
+
+def _settled_for_buyers(shop: Shop) -> dict[UserId, PaidInvoice]:
+    """Each buyer's invoice paid at Telegram: listed by the provider; the notices to tell us."""
+    provider = shop.service.gateways.payment_provider()
     paid = {user: PaidInvoice(f"ch-{user}", i["stars"], "XTR", i["offer"]) for user, i in shop.buyers.items()}
     for user, payment in paid.items():
         provider.settled.append(
             ProviderTransaction(payment.charge_id, user, payment.total_amount, "XTR", payment.invoice_payload)
         )
-    shop.reads_before = provider.reads
-    shop.tell_bot_at_once([(user, "payment", {"payment": payment}) for user, payment in paid.items()])
+    return paid
 
 
 @then(parsers.parse("each of them is told {coins:d} coins were added"))

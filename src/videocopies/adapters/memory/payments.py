@@ -17,6 +17,7 @@ class InMemoryPaymentProvider:
         self.unreachable = False  # refunds fail as a network error would, for tests
         self.answers_lost = False  # refunds are made, but the answer never comes back
         self.reads = 0  # lists read (`since`), for tests
+        self.answer_after_s = 0.0  # how long each read of the list takes, for tests
 
     async def transactions(self) -> AsyncIterator[ProviderTransaction]:
         for tx in list(self.settled):
@@ -24,7 +25,7 @@ class InMemoryPaymentProvider:
 
     async def since(self, position: int) -> tuple[Sequence[ProviderTransaction], int]:
         self.reads += 1
-        await asyncio.sleep(0)  # an answer comes back later, as over the network
+        await asyncio.sleep(self.answer_after_s)  # an answer comes back later, as over the network
         if self.unreachable:
             raise ProviderUnavailable("the provider did not answer")
         return list(self.settled[position:]), len(self.settled)
