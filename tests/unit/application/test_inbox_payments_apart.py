@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import timedelta
 
 from videocopies.adapters.memory.bot import InMemoryInbox
 from videocopies.application.bot.inbox import InboxProcessor
@@ -56,7 +57,7 @@ async def _until(condition, seconds: float = 5.0) -> None:  # type: ignore[no-un
 class Running:
     """A processor running as core runs it, with one worker, woken whenever events are added."""
 
-    def __init__(self, shop, provider: SlowProvider, **options: int) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, shop, provider: SlowProvider, **options: float) -> None:  # type: ignore[no-untyped-def]
         self.shop, self.inbox = shop, InMemoryInbox(shop.store)
         self.processor = InboxProcessor(self.inbox, provider, shop.clock, **options)  # type: ignore[arg-type]
         self.stop, self.news = asyncio.Event(), asyncio.Event()
@@ -123,3 +124,21 @@ async def test_payments_in_the_background_are_bounded(shop) -> None:  # type: ig
     running.stop.set()
     assert running.task is not None
     await running.task
+
+
+async def test_a_stopping_processor_does_not_wait_for_ever_on_a_provider_that_never_answers(shop) -> None:  # type: ignore[no-untyped-def]
+    provider = SlowProvider()
+    running = Running(shop, provider, stop_patience_s=0.3)
+    running.start()
+    await running.add(InboxEvent(1, BOB, "payment"))
+    await _until(lambda: provider.waiting == 1)
+    running.stop.set()
+    assert running.task is not None
+    await asyncio.wait_for(running.task, 5)  # after its patience: the payment is left for a later turn
+    assert _said(shop) == []
+    shop.clock.advance(timedelta(seconds=31))  # its lease ends
+    provider.go_on.set()
+    processor = InboxProcessor(running.inbox, provider, shop.clock)  # type: ignore[arg-type]
+    while await processor.turn():
+        pass
+    assert _said(shop) == [(BOB.user_id, "payment")]

@@ -73,6 +73,7 @@ class InboxProcessor:
         fetch_timeout_s: float = 600.0,
         lease_s: float = 30.0,
         payments_at_once: int = 64,
+        stop_patience_s: float = 15.0,
     ) -> None:
         self._inbox, self._conversation, self._clock = inbox, conversation, clock
         self._replies_queued, self._users_per_turn, self._others_per_turn = (
@@ -80,7 +81,7 @@ class InboxProcessor:
         )
         self._fetch_timeout, self._lease = timedelta(seconds=fetch_timeout_s), timedelta(seconds=lease_s)
         self.handled = 0
-        self._payments_at_once = payments_at_once
+        self._payments_at_once, self._stop_patience_s = payments_at_once, stop_patience_s
         self._payments: set[asyncio.Task[None]] = set()
 
     async def turn(self, detached: bool = False) -> int:
@@ -132,10 +133,15 @@ class InboxProcessor:
             log.warning("payment %s not marked done yet, tried again after %s: %r",
                         payment.update_id, self._lease, error)
 
-    async def settled(self) -> None:
-        """Wait for the payments going on in the background."""
-        while self._payments:
-            await asyncio.wait(set(self._payments))
+    async def settled(self, timeout_s: float | None = None) -> None:
+        """Wait for the payments going on in the background; past `timeout_s` the rest are
+        cancelled: each is still pending, and a later turn takes it up once its lease ends
+        (a charge is credited once whatever the tries)."""
+        if self._payments:
+            await asyncio.wait(set(self._payments), timeout=timeout_s)
+        for task in set(self._payments):
+            task.cancel()
+        await asyncio.gather(*self._payments, return_exceptions=True)
 
     async def _bulk(self, turn: InboxTurn, by_user: dict[UserId, list[InboxEvent]], news: News) -> int:
         """The users whose events are all simple text, handled together; taken out of `by_user`.
@@ -246,7 +252,9 @@ class InboxProcessor:
                     await asyncio.gather(*(self._drain(stop) for _ in range(workers)))
                 news = bool(await _stopped_or(stop, wait(safety_poll_s)))
         finally:
-            await self.settled()  # a payment under way is finished, not left for the lease to end
+            # A payment under way is finished, not left for its lease to end, unless the provider
+            # or the database keeps it waiting past a stop's patience.
+            await self.settled(timeout_s=self._stop_patience_s)
 
     async def _drain(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
