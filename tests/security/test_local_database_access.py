@@ -18,6 +18,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from videocopies.embedded.pg_programs import pg_bindir
+from videocopies.embedded.postgres import LocalPostgres, LocalServerError
 from videocopies.runtime.data_dir import database
 
 
@@ -73,3 +74,31 @@ def test_a_data_directory_too_deep_for_a_socket_still_gets_a_private_one(scratch
             assert conn.execute("SELECT 1").fetchone() == (1,)
     assert not socket_dir.exists()  # removed with the server
 
+
+
+def test_a_socket_directory_swapped_for_a_link_is_refused_and_its_target_left_alone(scratch: Path) -> None:
+    """The socket directory in the temporary directory is named at random, but its name shows
+    in the server's pid file: one replaced by a link (to a system directory, say) while the
+    server is stopped is not used, chmod-ed or handed to the server's account."""
+    deep = scratch.joinpath(*["a-rather-long-directory-name"] * 4)
+    deep.mkdir(parents=True)
+    for level in (deep, *deep.parents):
+        if level.is_relative_to(scratch) and level != scratch:
+            level.chmod(0o711)
+    target = scratch / "someone-elses"
+    target.mkdir(mode=0o755)
+    pg = LocalPostgres(deep / "pg", tcp=False)
+    with pg:
+        url = pg.url()
+    assert not pg.socket_dir.exists()
+    pg.socket_dir.symlink_to(target)
+    try:
+        with pytest.raises(LocalServerError, match="a link or another account's"), pg:
+            pass
+        assert target.stat().st_mode & 0o777 == 0o755 and target.stat().st_uid == os.geteuid()
+    finally:
+        pg.socket_dir.unlink()
+    with pg:  # made again, and the same URL as before
+        assert pg.url() == url
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
+import stat
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -78,6 +78,7 @@ class LocalPostgres(LocalServer):
         super().__init__(base_dir, port, "videocopies-pg-")
         self.major = major
         self.tcp = tcp
+        self._socket_dir: Path | None = None
         self.durable = durable
         self.max_connections = max_connections
         self.extra_settings = dict(extra_settings or {})
@@ -89,11 +90,17 @@ class LocalPostgres(LocalServer):
 
     @property
     def socket_dir(self) -> Path:
-        beside = self.base_dir / "socket"
-        if len(str(beside / f".s.PGSQL.{self.port}").encode()) <= _SOCKET_PATH_MAX:
-            return beside
-        named = hashlib.sha256(str(self.base_dir).encode()).hexdigest()[:16]  # the same on every start
-        return Path(tempfile.gettempdir()) / f"videocopies-pg-{named}"
+        """`base_dir/socket`, or where that path is too long for a socket, a directory made for
+        this server in the temporary directory: a fresh name, mode 0700, removed on stop (a
+        name known in advance could be taken first by another account, or be a symlink). The
+        same path serves every start of this server, so its URL does not change."""
+        if self._socket_dir is None:
+            beside = self.base_dir / "socket"
+            if len(str(beside / ".s.PGSQL.65535").encode()) <= _SOCKET_PATH_MAX:
+                self._socket_dir = beside
+            else:
+                self._socket_dir = Path(tempfile.mkdtemp(prefix="videocopies-pg-"))
+        return self._socket_dir
 
     def url(self, dbname: str = "postgres") -> str:
         if self.tcp:
@@ -185,8 +192,9 @@ class LocalPostgres(LocalServer):
         assert self._bindir is not None
         self.socket_dir.mkdir(mode=0o700, exist_ok=True)
         ours = {os.geteuid(), *([service_account().pw_uid] if running_as_root() else [])}
-        if (owner := self.socket_dir.stat().st_uid) not in ours:
-            raise LocalServerError(f"{self.socket_dir} belongs to another account (uid {owner}): not ours to listen in")
+        found = os.lstat(self.socket_dir)
+        if stat.S_ISLNK(found.st_mode) or found.st_uid not in ours:
+            raise LocalServerError(f"{self.socket_dir} is a link or another account's: not ours to listen in")
         self.socket_dir.chmod(0o700)  # one made before this mode was set, too
         hand_to_service_user(self.base_dir, self.socket_dir)
         if not (self.data_dir / "PG_VERSION").exists():
@@ -205,8 +213,9 @@ class LocalPostgres(LocalServer):
 
     def stop(self) -> None:
         super().stop()
-        if not self.socket_dir.is_relative_to(self.base_dir):
-            shutil.rmtree(self.socket_dir, ignore_errors=True)
+        made = self._socket_dir
+        if made is not None and not made.is_relative_to(self.base_dir):  # made by mkdtemp, ours
+            shutil.rmtree(made, ignore_errors=True)  # made again, and checked, by a start
 
     def _halt(self) -> None:
         """Fast mode, immediate if that fails."""
