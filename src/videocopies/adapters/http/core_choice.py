@@ -11,13 +11,12 @@ to the one in its settings."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from videocopies.adapters.kept import keep, read_kept
 
 log = logging.getLogger(__name__)
 MOVES_FILE = "core-moved.json"
@@ -102,9 +101,7 @@ class CoreChoice:
         if self._moves_file is None:
             return {}
         try:
-            moves = json.loads(self._moves_file.read_text())
-        except FileNotFoundError:
-            return {}
+            moves = read_kept(self._moves_file)
         except (OSError, ValueError) as error:
             log.warning("ignoring %s: %r", self._moves_file, error)
             return {}
@@ -114,11 +111,6 @@ class CoreChoice:
         if self._moves_file is None:
             return
         try:
-            self._moves_file.parent.mkdir(parents=True, exist_ok=True)
-            temp = self._moves_file.with_name(f".{self._moves_file.name}.{os.getpid()}")
-            temp.write_text(json.dumps(self._moves, indent=1, sort_keys=True))
-            temp.replace(self._moves_file)
+            keep(self._moves_file, self._moves)
         except OSError as error:  # the node goes on with the move in memory
             log.warning("could not keep the move to %s in %s: %r", self.current, self._moves_file, error)
-            with contextlib.suppress(OSError, UnboundLocalError):
-                temp.unlink(missing_ok=True)

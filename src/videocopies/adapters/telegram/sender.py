@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections import Counter
@@ -27,6 +26,7 @@ from aiogram.exceptions import TelegramRetryAfter
 
 from videocopies.adapters.http.answers import CoreRefused
 from videocopies.adapters.http.client import CoreClient
+from videocopies.adapters.kept import keep, read_kept
 from videocopies.adapters.telegram.blocked import BlockedChats
 from videocopies.adapters.telegram.botapi import Refusal, refusal_of
 from videocopies.adapters.telegram.delivery import CopyFetcher, Delivery
@@ -266,21 +266,18 @@ class Sender:
     def _keep_unsent(self) -> None:
         if not self._reports:
             return
-        self._kept.parent.mkdir(parents=True, exist_ok=True)
-        partial = self._kept.with_name(self._kept.name + ".partial")
-        partial.write_text(json.dumps(self._reports))
-        partial.replace(self._kept)  # whole or not at all
+        keep(self._kept, self._reports)
         log.warning("%d reports not taken by core while stopping: kept in %s for the next start",
                     len(self._reports), self._kept)
 
     def _take_kept(self) -> list[dict[str, Any]]:
         try:
-            kept = json.loads(self._kept.read_text())
-        except FileNotFoundError:
-            return []
+            kept = read_kept(self._kept)
         except ValueError:
             log.warning("%s is unreadable: left for an operator, its reports not sent", self._kept)
             self._kept.rename(self._kept.with_name(self._kept.name + ".unreadable"))
+            return []
+        if kept is None:
             return []
         self._kept.unlink()
         log.info("%d reports kept by the last stop: sent first", len(kept))
