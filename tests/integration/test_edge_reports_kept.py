@@ -68,3 +68,16 @@ async def test_reports_core_cannot_take_at_a_stop_are_kept_and_sent_by_the_next_
         assert [r["id"] for r in back.reports] == [41]
         assert not (tmp_path / "out" / KEPT_REPORTS).exists()
         assert len(chat.user.received) == 1  # sent once
+
+
+async def test_a_stop_that_cannot_keep_its_reports_still_stops(tmp_path: Path) -> None:
+    async with simulated_chat(tmp_path) as chat:
+        welcome = {"id": 42, "chat_id": chat.user.id, "kind": "screen", "text": "Welcome", "buttons": [],
+                   "video": None, "invoice": None}
+        blocked = tmp_path / "not-a-directory"
+        blocked.write_text("")  # the work directory cannot be made: keeping the report fails
+        away = _Core([welcome], away=True)
+        sender = Sender(chat.bot, away, NoCopies(), blocked / "out", pacer=chat.pacer, final_flush_s=0.5)  # type: ignore[arg-type]
+        took = await _run_until(sender, lambda: chat.user.received)
+        await sender.close()
+        assert len(chat.user.received) == 1 and took < 3.0

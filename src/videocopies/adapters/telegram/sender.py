@@ -266,7 +266,11 @@ class Sender:
     def _keep_unsent(self) -> None:
         if not self._reports:
             return
-        keep(self._kept, self._reports)
+        try:
+            keep(self._kept, self._reports)
+        except OSError as error:  # the stop goes on: these messages may be sent again after their hold
+            log.error("%d reports not taken by core while stopping, and not kept (%r)", len(self._reports), error)
+            return
         log.warning("%d reports not taken by core while stopping: kept in %s for the next start",
                     len(self._reports), self._kept)
 
@@ -276,6 +280,9 @@ class Sender:
         except ValueError:
             log.warning("%s is unreadable: left for an operator, its reports not sent", self._kept)
             self._kept.rename(self._kept.with_name(self._kept.name + ".unreadable"))
+            return []
+        except OSError as error:  # the sender still runs; its kept reports wait for a readable disk
+            log.error("could not read %s: %r", self._kept, error)
             return []
         if kept is None:
             return []
