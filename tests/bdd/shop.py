@@ -92,7 +92,7 @@ class Shop:
 
     def tell_bot_at_once(self, updates: list[tuple[UserId, str, dict[str, Any]]]) -> None:
         """Updates stored together (edge stores a burst so), then handled."""
-        events = [InboxEvent(next(self.updates), BotUser(user, "en"), kind, **f) for user, kind, f in updates]
+        events = self._events(updates)
 
         async def deliver() -> None:
             await self.service.gateways.inbox().add(events, self.clock.now())
@@ -109,9 +109,7 @@ class Shop:
         """Updates stored together and handled as core runs its inbox (one worker here, payments
         going on in the background); once `taken()`, `then` is stored too; the inbox runs until
         `until()` (10 s at most)."""
-        events = [InboxEvent(next(self.updates), BotUser(user, "en"), kind, **f) for user, kind, f in updates]
-        user, kind, fields = then
-        later = InboxEvent(next(self.updates), BotUser(user, "en"), kind, **fields)
+        events, (later,) = self._events(updates), self._events([then])
 
         async def deliver() -> None:
             inbox, processor, stop = self.service.gateways.inbox(), self.service.bot.inbox_processor(), asyncio.Event()
@@ -126,6 +124,9 @@ class Shop:
                 await running
 
         self.run(deliver())
+
+    def _events(self, updates: list[tuple[UserId, str, dict[str, Any]]]) -> list[InboxEvent]:
+        return [InboxEvent(next(self.updates), BotUser(user, "en"), kind, **f) for user, kind, f in updates]
 
     def told(self, screen: str, user_id: UserId = USER) -> list[dict[str, Any]]:
         """What the user was told on that screen, oldest first."""

@@ -61,12 +61,19 @@ def test_all_in_ones_database_admits_only_its_own_account(scratch: Path) -> None
                 "Connection refused") == 2, other
 
 
-def test_a_data_directory_too_deep_for_a_socket_still_gets_a_private_one(scratch: Path) -> None:
-    deep = scratch.joinpath(*["a-rather-long-directory-name"] * 4, "data")
-    for level in reversed(deep.parents):
+def _too_deep_for_a_socket(scratch: Path) -> Path:
+    """A directory under `scratch` whose socket path would pass 107 bytes, reachable by the
+    database server's account."""
+    deep = scratch.joinpath(*["a-rather-long-directory-name"] * 4)
+    for level in reversed((deep, *deep.parents)):
         if level.is_relative_to(scratch) and level != scratch:
             level.mkdir(exist_ok=True)
             level.chmod(0o711)
+    return deep
+
+
+def test_a_data_directory_too_deep_for_a_socket_still_gets_a_private_one(scratch: Path) -> None:
+    deep = _too_deep_for_a_socket(scratch) / "data"
     with database(deep, lambda _: None) as url:
         socket_dir = Path(conninfo_to_dict(url)["host"])
         assert not socket_dir.is_relative_to(deep) and socket_dir.stat().st_mode & 0o077 == 0
@@ -75,16 +82,11 @@ def test_a_data_directory_too_deep_for_a_socket_still_gets_a_private_one(scratch
     assert not socket_dir.exists()  # removed with the server
 
 
-
 def test_a_socket_directory_swapped_for_a_link_is_refused_and_its_target_left_alone(scratch: Path) -> None:
     """The socket directory in the temporary directory is named at random, but its name shows
     in the server's pid file: one replaced by a link (to a system directory, say) while the
     server is stopped is not used, chmod-ed or handed to the server's account."""
-    deep = scratch.joinpath(*["a-rather-long-directory-name"] * 4)
-    deep.mkdir(parents=True)
-    for level in (deep, *deep.parents):
-        if level.is_relative_to(scratch) and level != scratch:
-            level.chmod(0o711)
+    deep = _too_deep_for_a_socket(scratch)
     target = scratch / "someone-elses"
     target.mkdir(mode=0o755)
     pg = LocalPostgres(deep / "pg", tcp=False)
