@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from videocopies.domain.effects import (
     MAX_COPIES,
     MIN_PLAN_DISTANCE,
+    RERENDER_CROP,
+    RERENDER_SPOTS,
     EffectsPlan,
     InvalidEffectsPlan,
     SeededPlans,
@@ -62,8 +64,9 @@ def test_another_process_derives_the_same_plan_whatever_its_hash_seed():
 
 
 def test_plans_are_exactly_what_they_were_when_first_stored():
-    """Stored jobs and re-rendered copies depend on every digit: a faster derivation must
-    give the same plans, in the same key order, as the first one did."""
+    """Stored jobs depend on every digit (a job keeps its seed and its plans are drawn again at
+    each claim): a faster derivation must give the same plans, in the same key order, as the
+    first one did."""
     seeds = [0, 1, 42, 2024, -7, 2**63 - 1, -(2**63), 8742514861359412280]
     doc = [[p.to_dict() for p in plan_copies(s, c)] for s in seeds for c in (1, 5, 10, 50)]
     doc.append(
@@ -72,9 +75,14 @@ def test_plans_are_exactly_what_they_were_when_first_stored():
             for s in seeds for i in (0, 3, 49) for a in (0, 2) for r in (0, 1)
         ]
     )
-    doc.append([p.next_variant(plan_copies(s, 5)).to_dict() for s in seeds for p in plan_copies(s, 5)])
     digest = hashlib.sha256(json.dumps(doc).encode()).hexdigest()
-    assert digest == "4ae948edc7082d2d3d4eea9f427304293d3a4a76cfcced9972dec26819c890af"
+    assert digest == "584230390b16906e6b5fdddd7f5303b5d36c24f73165f1f8b35153fc4b7cd29a"
+    # The re-renders' variants are their own digest: they changed on purpose on 2026-12-04 (a
+    # re-render's crop window moved to a spot of the frame's edge), and the first plans did not.
+    variants = [p.next_variant(plan_copies(s, 5)).to_dict() for s in seeds for p in plan_copies(s, 5)]
+    assert hashlib.sha256(json.dumps(variants).encode()).hexdigest() == (
+        "bcb17fffc84f161b9d14d3511bc2c9f7682c81ef65a7a26ba5f0f94008bf4882"
+    )
     assert EffectsPlan.derive(2024, 4, 2).to_dict() == {
         "version": 1, "seed": 2024, "copy_index": 4, "attempt": 2, "retry": 0, "crop": 0.0227,
         "crop_x": 0.2169, "crop_y": 0.5448, "brightness": 0.0023, "contrast": 0.9946, "saturation": 1.0782,
@@ -188,6 +196,26 @@ def test_the_next_variant_is_the_next_attempt_far_from_the_original_and_determin
     assert variant == plan.next_variant()
     assert variant.next_variant().attempt == 2
     assert variant.next_variant() != variant
+
+
+@given(seed=seeds, index=indexes, attempt=attempts)
+def test_a_re_render_crops_more_at_the_frames_edge_and_the_order_s_copies_spread_over_it(seed, index, attempt):
+    plan = EffectsPlan.derive(seed, index, attempt)
+    variant = plan.next_variant()
+    assert variant.crop >= RERENDER_CROP
+    assert (variant.crop_x, variant.crop_y) in RERENDER_SPOTS
+    assert 0 in (variant.crop_x % 1, variant.crop_y % 1)  # on an edge: never the centred crop
+    assert_within_bounds(variant)
+
+
+def test_eight_copies_first_re_renders_take_eight_different_spots():
+    plans = plan_copies(5, 8)
+    spots = {(p.next_variant().crop_x, p.next_variant().crop_y) for p in plans}
+    assert spots == set(RERENDER_SPOTS)
+    (plan,) = plan_copies(5, 1)
+    assert (plan.next_variant().crop_x, plan.next_variant().crop_y) != (
+        plan.next_variant().next_variant().crop_x, plan.next_variant().next_variant().crop_y
+    )  # a second re-render moves again
 
 
 @pytest.mark.parametrize("seed", range(50))

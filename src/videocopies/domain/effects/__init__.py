@@ -4,6 +4,8 @@ from videocopies.domain.effects.plan import (
     MAX_COPIES,
     MIN_PLAN_DISTANCE,
     PLAN_VERSION,
+    RERENDER_CROP,
+    RERENDER_SPOTS,
     EffectsPlan,
     InvalidEffectsPlan,
     distance,
@@ -12,6 +14,6 @@ from videocopies.domain.effects.plan import (
 from videocopies.domain.effects.seeded import SeededPlans
 
 __all__ = [
-    "MAX_COPIES", "MIN_PLAN_DISTANCE", "PLAN_VERSION", "EffectsPlan", "InvalidEffectsPlan", "SeededPlans",
-    "distance", "plan_copies",
+    "MAX_COPIES", "MIN_PLAN_DISTANCE", "PLAN_VERSION", "RERENDER_CROP", "RERENDER_SPOTS", "EffectsPlan",
+    "InvalidEffectsPlan", "SeededPlans", "distance", "plan_copies",
 ]
