@@ -110,8 +110,15 @@ async def test_claims_parked_together_are_answered_spread_over_the_last_quarter_
         assert await waiters.claim(WorkerId("w"), 1, None, 0.4) == ()
         return loop.time() - started
 
+    async def slept() -> float:
+        await asyncio.sleep(0.4)
+        return loop.time() - started
+
+    # A plain sleep of the same wait, beside them: on a loaded machine (the suite on two CPUs) the
+    # loop wakes late for both alike, so how late is judged against it, not against the clock.
+    control = asyncio.ensure_future(slept())
     after = sorted(await asyncio.gather(*(answered_after() for _ in range(200))))
-    assert after[0] >= 0.29 and after[-1] < 0.6
+    assert after[0] >= 0.29 and after[-1] < max(0.6, await control + 0.2)
     assert after[-1] - after[0] >= 0.05  # not one wave
     assert sum(a < 0.35 for a in after) >= 40 and sum(a >= 0.35 for a in after) >= 40
 
