@@ -9,7 +9,11 @@ A plain re-encode of each scene, the weak plan, is measured too.
 
 Prints one JSON line.
 
-    uv run python bench/quality_calibration.py [--copies 10] [--seconds 2] [--size 360x640]
+    uv run python bench/quality_calibration.py [--copies 10] [--seconds 2] [--size 360x640] [--layout 2]
+    uv run python bench/quality_calibration.py --seeds 13-30 --scenes talking_head --layout 1
+
+With `--seeds`, one order of each scene for each seed, and only the re-renders and copies given
+up, summed: what docs/quality.md compares the layouts of first plans by.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from videocopies.adapters.ffmpeg.decode import FfmpegDecodingProber
 from videocopies.adapters.ffmpeg.render import ffmpeg_args
 from videocopies.adapters.ffmpeg.transcoder import probe
 from videocopies.adapters.quality import PyAvCopyInspector
-from videocopies.domain.effects import plan_copies
+from videocopies.domain.effects import LAYOUT, plan_copies
 from videocopies.domain.quality import MAX_RERENDERS, CopyQuality, QualityThresholds, pair_distance, variant
 
 SEED = 20261129
@@ -53,7 +57,7 @@ def plain_reencode(source: Path, target: Path) -> Path:
 
 
 def scene_figures(scene: str, tmp: Path, copies: int, seconds: float, size: tuple[int, int],
-                  thresholds: QualityThresholds) -> dict[str, Any]:
+                  thresholds: QualityThresholds, seed: int = SEED, layout: int = LAYOUT) -> dict[str, Any]:
     source = make_scene(tmp / f"{scene}.mp4", scene, seconds=seconds, width=size[0], height=size[1])
     info = probe(source)
     inspector = PyAvCopyInspector()
@@ -63,7 +67,7 @@ def scene_figures(scene: str, tmp: Path, copies: int, seconds: float, size: tupl
     accepted: dict[int, tuple[int, ...]] = {}
     rerenders = given_up = 0
     delivered: list[CopyQuality] = []
-    for plan in plan_copies(SEED, copies):
+    for plan in plan_copies(seed, copies, layout):
         for attempt in range(MAX_RERENDERS + 1):
             used = variant(plan, attempt)
             target = tmp / f"{scene}-{plan.copy_index}-{attempt}.mp4"
@@ -104,17 +108,44 @@ def scene_figures(scene: str, tmp: Path, copies: int, seconds: float, size: tupl
     }
 
 
+def over_seeds(scenes: list[str], seeds: range, layout: int, copies: int, seconds: float,
+               size: tuple[int, int], thresholds: QualityThresholds) -> dict[str, Any]:
+    """One order a seed and scene: the re-renders and copies given up, summed over the seeds."""
+    totals: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="videocopies-quality-") as scratch:
+        for scene in scenes:
+            runs = [scene_figures(scene, Path(scratch), copies, seconds, size, thresholds, seed, layout)
+                    for seed in seeds]
+            totals[scene] = {
+                "copies": copies * len(runs), "rerenders": sum(r["rerenders"] for r in runs),
+                "given_up": sum(r["given_up"] for r in runs),
+                "delivered_meet_thresholds": all(r["delivered_meet_thresholds"] for r in runs),
+            }
+    return totals
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--copies", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--size", default="360x640")
+    parser.add_argument("--seeds", help="FIRST-LAST: one order a seed and scene, totals only")
+    parser.add_argument("--layout", type=int, default=LAYOUT, help="how the first plans are laid out (1 or 2)")
+    parser.add_argument("--scenes", default=",".join(SCENES))
     args = parser.parse_args()
     size = tuple(int(side) for side in args.size.split("x"))
     thresholds = QualityThresholds()
+    if args.seeds:
+        first, _, last = args.seeds.partition("-")
+        seeds = range(int(first), int(last or first) + 1)
+        totals = over_seeds(args.scenes.split(","), seeds, args.layout, args.copies, args.seconds, size, thresholds)
+        emit({"bench": "quality_calibration", "layout": args.layout, "seeds": args.seeds,
+              "copies_per_order": args.copies, "scenes": totals})
+        return
     with tempfile.TemporaryDirectory(prefix="videocopies-quality-") as scratch:
-        scenes = {scene: scene_figures(scene, Path(scratch), args.copies, args.seconds, size, thresholds)
-                  for scene in SCENES}
+        scenes = {scene: scene_figures(scene, Path(scratch), args.copies, args.seconds, size, thresholds,
+                                       layout=args.layout)
+                  for scene in args.scenes.split(",")}
     emit({"bench": "quality_calibration", "thresholds": attrs.asdict(thresholds),
           "copies_per_scene": args.copies, "seconds": args.seconds, "size": args.size, "scenes": scenes})
 

@@ -1,8 +1,9 @@
 Feature: A copy that fails the quality gate is never charged
   Every copy is measured before it is sent: it must look like the user's video and still
-  differ from it, and from the order's other copies, for a matcher. A copy that misses is
-  rendered again with its picture cropped a little more, at an edge of the frame, where a
-  matcher sees the most change and a viewer none. A copy that misses on its first render and
+  differ from it, and from the order's other copies, for a matcher. Each copy's picture is
+  cropped a little at the frame's edge, where a matcher sees the most change and a viewer none,
+  every copy of an order at another place round the edge. A copy that misses is rendered again
+  with its crop moved to another spot of the edge. A copy that misses on its first render and
   on both re-renders is given up: it is not sent, its coins go back at once, and the user is
   told why.
 

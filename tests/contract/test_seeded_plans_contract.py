@@ -1,6 +1,7 @@
 """A confirmed job's copies are handed out with the plans its order's seed fixes, on every
 backend, whether the job stores the seed (revision 0030) or every plan (a schema that still
-admits code of level 12)."""
+admits code of level 12), laid out as a new order's (`LAYOUT`) or, for a job stored before
+layouts, as layout 1."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dependency_injector import providers
 from videocopies.adapters.memory import ManualClock, SequentialIds
 from videocopies.adapters.postgres import migrate
 from videocopies.application import use_cases as uc
-from videocopies.domain.effects import plan_copies
+from videocopies.domain.effects import LAYOUT, plan_copies
 from videocopies.domain.shared import WorkerId
 from videocopies.roles.containers import PostgresService
 from videocopies.settings import Settings
@@ -37,7 +38,7 @@ async def test_a_claim_hands_out_the_plans_the_seed_fixes(backend: Backend, copi
     order_id = await confirmed_order(b, copies=copies, coins=100)
     (job,) = await b.cases.claim_job()(uc.ClaimJobCommand(WorkerId("a")))
     assert job.order_id == order_id
-    assert list(job.remaining) == list(enumerate(plan_copies(await _order_seed(b, order_id), copies)))
+    assert list(job.remaining) == list(enumerate(plan_copies(await _order_seed(b, order_id), copies, LAYOUT)))
 
 
 @pytest.fixture(params=[True, False], ids=["seed", "every_plan"])
@@ -72,10 +73,24 @@ async def test_postgres_stores_the_seed_only_when_told_and_reads_either(stored_a
     order_id = await confirmed_order(b)
     seed = await _order_seed(b, order_id)
     keep_seed = b.service.gateways.jobs_keep_seed()  # type: ignore[attr-defined]
-    expected = {"seed": seed, "copies": 5} if keep_seed else [p.to_dict() for p in plan_copies(seed, 5)]
+    plans = plan_copies(seed, 5, LAYOUT)
+    expected = {"seed": seed, "copies": 5, "layout": LAYOUT} if keep_seed else [p.to_dict() for p in plans]
     assert _stored_plans(url, order_id) == expected
     (job,) = await b.cases.claim_job()(uc.ClaimJobCommand(WorkerId("a")))
-    assert list(job.remaining) == list(enumerate(plan_copies(seed, 5)))
+    assert list(job.remaining) == list(enumerate(plans))
+
+
+async def test_a_job_stored_before_layouts_is_handed_out_the_plans_it_was_confirmed_with(stored_as: Backend) -> None:
+    """A seed stored without a layout (code before 2026-12-04) is drawn as layout 1."""
+    b, url = stored_as, stored_as.name
+    order_id = await confirmed_order(b)
+    seed = await _order_seed(b, order_id)
+    with psycopg.connect(url) as conn:
+        conn.execute("UPDATE jobs SET plans = %s::jsonb WHERE order_id = %s",
+                     (f'{{"seed": {seed}, "copies": 5}}', order_id))
+    (job,) = await b.cases.claim_job()(uc.ClaimJobCommand(WorkerId("a")))
+    assert list(job.remaining) == list(enumerate(plan_copies(seed, 5, 1)))
+    assert plan_copies(seed, 5, 1) != plan_copies(seed, 5, LAYOUT)
 
 
 async def test_the_schema_refuses_plans_in_neither_form(stored_as: Backend) -> None:

@@ -12,6 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from videocopies.domain.effects import (
+    EDGE_CROP,
+    LAYOUT,
+    LAYOUTS,
     MAX_COPIES,
     MIN_PLAN_DISTANCE,
     RERENDER_CROP,
@@ -82,6 +85,11 @@ def test_plans_are_exactly_what_they_were_when_first_stored():
     variants = [p.next_variant(plan_copies(s, 5)).to_dict() for s in seeds for p in plan_copies(s, 5)]
     assert hashlib.sha256(json.dumps(variants).encode()).hexdigest() == (
         "bcb17fffc84f161b9d14d3511bc2c9f7682c81ef65a7a26ba5f0f94008bf4882"
+    )
+    # Layout 2's first plans (2026-12-04): an order's seed fixes them as it fixes layout 1's.
+    laid_out = [[p.to_dict() for p in plan_copies(s, c, 2)] for s in seeds for c in (1, 5, 10, 50)]
+    assert hashlib.sha256(json.dumps(laid_out).encode()).hexdigest() == (
+        "cc3ea74f262cf19dac142abf356b3bfa77a44839840ae91bfe9f0efbf22e4d11"
     )
     assert EffectsPlan.derive(2024, 4, 2).to_dict() == {
         "version": 1, "seed": 2024, "copy_index": 4, "attempt": 2, "retry": 0, "crop": 0.0227,
@@ -321,21 +329,23 @@ def test_a_plan_is_frozen():
 
 @given(seeds, st.integers(min_value=1, max_value=MAX_COPIES))
 def test_seeded_plans_are_the_plans_the_seed_fixes(seed, copies):
-    seeded = SeededPlans(seed, copies)
-    assert len(seeded) == copies
-    assert tuple(seeded) == plan_copies(seed, copies)
-    assert seeded == plan_copies(seed, copies) and plan_copies(seed, copies) == seeded
-    assert seeded[-1] == plan_copies(seed, copies)[-1]
-    assert seeded == SeededPlans(seed, copies)
+    for layout in LAYOUTS:
+        seeded = SeededPlans(seed, copies, layout)
+        assert len(seeded) == copies
+        assert tuple(seeded) == plan_copies(seed, copies, layout)
+        assert seeded == plan_copies(seed, copies, layout) and plan_copies(seed, copies, layout) == seeded
+        assert seeded[-1] == plan_copies(seed, copies, layout)[-1]
+        assert seeded == SeededPlans(seed, copies, layout)
+    assert SeededPlans(seed, copies) == SeededPlans(seed, copies, LAYOUT) != SeededPlans(seed, copies, 1)
 
 
 def test_seeded_plans_are_drawn_only_when_a_plan_is_read(monkeypatch):
     drawn = []
     real = plan_copies
 
-    def counting(seed, copies):
+    def counting(seed, copies, layout):
         drawn.append((seed, copies))
-        return real(seed, copies)
+        return real(seed, copies, layout)
 
     monkeypatch.setattr("videocopies.domain.effects.seeded.plan_copies", counting)
     seeded = SeededPlans(7, 5)
@@ -349,3 +359,42 @@ def test_seeded_plans_are_drawn_only_when_a_plan_is_read(monkeypatch):
 def test_seeded_plans_refuse_what_no_order_has(seed, copies):
     with pytest.raises(InvalidEffectsPlan):
         SeededPlans(seed, copies)
+
+
+@pytest.mark.parametrize("layout", [0, 3, True, "2", 2.0])
+def test_seeded_plans_refuse_a_layout_there_is_not(layout):
+    with pytest.raises(InvalidEffectsPlan, match="laid out"):
+        SeededPlans(7, 5, layout)
+    with pytest.raises(InvalidEffectsPlan, match="laid out"):
+        plan_copies(7, 5, layout)
+
+
+@given(seeds, st.integers(min_value=1, max_value=MAX_COPIES))
+def test_layout_2_crops_every_first_plan_at_the_edge_and_keeps_the_rest_of_its_draw(seed, copies):
+    """Each first plan crops at least EDGE_CROP with its window on the frame's edge; apart from
+    the crop, it is the plan layout 1 would draw for the same seed, copy and retry."""
+    for plan in plan_copies(seed, copies, 2):
+        assert plan.crop >= EDGE_CROP and plan.attempt == 0
+        assert {plan.crop_x, plan.crop_y} & {0.0, 1.0}
+        drawn = EffectsPlan.derive(seed, plan.copy_index, retry=plan.retry)
+        assert attrs.evolve(plan, crop=drawn.crop, crop_x=drawn.crop_x, crop_y=drawn.crop_y) == drawn
+        assert plan.crop == max(drawn.crop, EDGE_CROP)
+
+
+@given(seeds)
+def test_layout_2_spreads_an_orders_first_windows_round_the_edge(seed):
+    """Ten copies take ten places round the frame's edge, no two within a twentieth of the way
+    round (the golden-ratio step), so no two first renders of an order crop the same spot."""
+    def way_round(plan: EffectsPlan) -> float:
+        x, y = plan.crop_x, plan.crop_y
+        if y == 0.0 and x < 1.0:
+            return x / 4
+        if x == 1.0 and y < 1.0:
+            return (1 + y) / 4
+        if y == 1.0 and x > 0.0:
+            return (3 - x) / 4
+        return (4 - y) / 4
+
+    places = sorted(way_round(p) for p in plan_copies(seed, 10, 2))
+    gaps = [b - a for a, b in zip(places, places[1:], strict=False)] + [1 + places[0] - places[-1]]
+    assert min(gaps) > 0.05

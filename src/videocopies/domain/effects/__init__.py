@@ -1,6 +1,9 @@
 """Effects: the seeded, immutable plan of changes for each copy of a video."""
 
 from videocopies.domain.effects.plan import (
+    EDGE_CROP,
+    LAYOUT,
+    LAYOUTS,
     MAX_COPIES,
     MIN_PLAN_DISTANCE,
     PLAN_VERSION,
@@ -14,6 +17,6 @@ from videocopies.domain.effects.plan import (
 from videocopies.domain.effects.seeded import SeededPlans
 
 __all__ = [
-    "MAX_COPIES", "MIN_PLAN_DISTANCE", "PLAN_VERSION", "RERENDER_CROP", "RERENDER_SPOTS", "EffectsPlan",
-    "InvalidEffectsPlan", "SeededPlans", "distance", "plan_copies",
+    "EDGE_CROP", "LAYOUT", "LAYOUTS", "MAX_COPIES", "MIN_PLAN_DISTANCE", "PLAN_VERSION", "RERENDER_CROP",
+    "RERENDER_SPOTS", "EffectsPlan", "InvalidEffectsPlan", "SeededPlans", "distance", "plan_copies",
 ]

@@ -38,6 +38,16 @@ CRF = (20, 24)
 # would pair them (docs/quality.md).
 RERENDER_CROP = 0.035
 RERENDER_SPOTS = ((0.0, 0.0), (1.0, 1.0), (1.0, 0.0), (0.0, 1.0), (0.5, 0.0), (0.5, 1.0), (0.0, 0.5), (1.0, 0.5))
+# How an order's first plans are laid out. Layout 1 draws each crop window anywhere, which on a
+# smooth picture left most of them near the centre, where the hash barely moves: on the talking
+# head half of the first renders were rendered again. Layout 2 crops each first plan at least
+# EDGE_CROP and walks its window round the frame's edge, copy i at the golden-ratio step i from a
+# point the seed picks, so an order's copies sit apart from each other as well as off-centre.
+# A job keeps its layout with its seed: one confirmed before layout 2 draws its plans as it did.
+LAYOUTS = (1, 2)
+LAYOUT = 2
+EDGE_CROP = 0.04
+_GOLDEN_STEP = (5**0.5 - 1) / 2
 
 
 @attrs.define
@@ -233,26 +243,50 @@ def _apart(a: tuple[float, ...], b: tuple[float, ...]) -> float:
     return spread / len(_MEASURED)
 
 
-def plan_copies(seed: int, copies: int) -> tuple[EffectsPlan, ...]:
-    """One plan per copy of an order, no two closer than MIN_PLAN_DISTANCE.
+def plan_copies(seed: int, copies: int, layout: int = 1) -> tuple[EffectsPlan, ...]:
+    """One plan per copy of an order, no two closer than MIN_PLAN_DISTANCE, laid out as `layout`
+    says (LAYOUTS; new orders take LAYOUT).
 
     An order has 1 to MAX_COPIES copies; a copy whose first draw is too close to an earlier one
     is drawn again with the next retry salt, so the result is still the same for the same seed.
     """
     if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= MAX_COPIES:
         raise InvalidEffectsPlan(f"an order has 1..{MAX_COPIES} copies, not {copies!r}")
+    check_layout(layout)
     plans: list[EffectsPlan] = []
     positions: list[tuple[float, ...]] = []
+    start = _edge_start(seed) if layout == 2 else None
     for index in range(copies):
-        plan, here = _far_from_positions(positions, seed, index, 0)
+        spot = None if start is None else _edge_point(start + index * _GOLDEN_STEP)
+        plan, here = _far_from_positions(positions, seed, index, 0, spot)
         plans.append(plan)
         positions.append(here)
     return tuple(plans)
 
 
-def _moved(plan: EffectsPlan, spot: tuple[float, float]) -> EffectsPlan:
-    """A re-render's plan: its crop at least RERENDER_CROP, its window at `spot`."""
-    return attrs.evolve(plan, crop=max(plan.crop, RERENDER_CROP), crop_x=spot[0], crop_y=spot[1])
+def check_layout(layout: int) -> None:
+    if type(layout) is not int or layout not in LAYOUTS:
+        raise InvalidEffectsPlan(f"an order's plans are laid out as one of {LAYOUTS}, not {layout!r}")
+
+
+def _edge_start(seed: int) -> float:
+    """Where on the frame's edge an order's first copy crops, as a share of the way round."""
+    digest = hashlib.sha256(f"effects.layout2:{seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def _edge_point(way_round: float) -> tuple[float, float]:
+    """The crop window's (crop_x, crop_y) at a share of the way round the frame's edge,
+    clockwise from the top-left corner."""
+    sides = 4 * (way_round % 1.0)
+    side, along = int(sides), round(sides - int(sides), DECIMALS)
+    back = round(1.0 - along, DECIMALS)
+    return ((along, 0.0), (1.0, along), (back, 1.0), (0.0, back))[side]
+
+
+def _moved(plan: EffectsPlan, spot: tuple[float, float], least_crop: float = RERENDER_CROP) -> EffectsPlan:
+    """The plan with its crop at least `least_crop` and its window at `spot`."""
+    return attrs.evolve(plan, crop=max(plan.crop, least_crop), crop_x=spot[0], crop_y=spot[1])
 
 
 def _far_from(others: Iterable[EffectsPlan], seed: int, index: int, attempt: int) -> EffectsPlan:
@@ -260,14 +294,17 @@ def _far_from(others: Iterable[EffectsPlan], seed: int, index: int, attempt: int
 
 
 def _far_from_positions(
-    positions: list[tuple[float, ...]], seed: int, index: int, attempt: int
+    positions: list[tuple[float, ...]], seed: int, index: int, attempt: int, edge: tuple[float, float] | None = None
 ) -> tuple[EffectsPlan, tuple[float, ...]]:
+    """`edge`: a first plan's spot on the frame's edge (layout 2)."""
     # Two draws are this close with probability under 1 %, so even beside 49 others a draw is
     # far enough more often than not and the search ends after a few retries.
     for retry in itertools.count():
         plan = EffectsPlan.derive(seed, index, attempt, retry=retry)
         if attempt:
             plan = _moved(plan, RERENDER_SPOTS[(3 * index + attempt) % len(RERENDER_SPOTS)])
+        elif edge is not None:
+            plan = _moved(plan, edge, EDGE_CROP)
         here = _position(plan)
         if all(_apart(here, there) >= MIN_PLAN_DISTANCE for there in positions):
             return plan, here

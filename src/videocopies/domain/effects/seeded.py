@@ -5,28 +5,37 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import overload
 
-from videocopies.domain.effects.plan import MAX_COPIES, EffectsPlan, InvalidEffectsPlan, plan_copies
+from videocopies.domain.effects.plan import (
+    LAYOUT,
+    MAX_COPIES,
+    EffectsPlan,
+    InvalidEffectsPlan,
+    check_layout,
+    plan_copies,
+)
 
 
 class SeededPlans(Sequence[EffectsPlan]):
     """An order's plans as its seed fixes them (`plan_copies`), drawn the first time a plan is
     read. Storage keeps the seed and the number of copies instead of every plan, so a
     confirmation, which only stores the job, never draws them: the claim that hands the copies
-    out does."""
+    out does. `layout` is how the first plans are laid out (`plan_copies`): a job keeps the one
+    it was confirmed with."""
 
-    __slots__ = ("seed", "copies", "_drawn")
+    __slots__ = ("seed", "copies", "layout", "_drawn")
 
-    def __init__(self, seed: int, copies: int) -> None:
+    def __init__(self, seed: int, copies: int, layout: int = LAYOUT) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise InvalidEffectsPlan(f"a seed is a whole number, not {seed!r}")
         if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= MAX_COPIES:
             raise InvalidEffectsPlan(f"an order has 1..{MAX_COPIES} copies, not {copies!r}")
-        self.seed, self.copies = seed, copies
+        check_layout(layout)
+        self.seed, self.copies, self.layout = seed, copies, layout
         self._drawn: tuple[EffectsPlan, ...] | None = None
 
     def drawn(self) -> tuple[EffectsPlan, ...]:
         if self._drawn is None:
-            self._drawn = plan_copies(self.seed, self.copies)
+            self._drawn = plan_copies(self.seed, self.copies, self.layout)
         return self._drawn
 
     def __len__(self) -> int:
@@ -45,7 +54,7 @@ class SeededPlans(Sequence[EffectsPlan]):
     def __eq__(self, other: object) -> bool:
         # The same plans, however each side holds them.
         if isinstance(other, SeededPlans):
-            return (self.seed, self.copies) == (other.seed, other.copies)
+            return (self.seed, self.copies, self.layout) == (other.seed, other.copies, other.layout)
         if isinstance(other, Sequence):
             return self.drawn() == tuple(other)
         return NotImplemented
@@ -54,4 +63,4 @@ class SeededPlans(Sequence[EffectsPlan]):
         return hash(self.drawn())
 
     def __repr__(self) -> str:
-        return f"SeededPlans(seed={self.seed}, copies={self.copies})"
+        return f"SeededPlans(seed={self.seed}, copies={self.copies}, layout={self.layout})"
