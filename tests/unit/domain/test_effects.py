@@ -374,6 +374,7 @@ def test_layout_2_crops_every_first_plan_at_the_edge_and_keeps_the_rest_of_its_d
     """Each first plan crops at least EDGE_CROP with its window on the frame's edge; apart from
     the crop, it is the plan layout 1 would draw for the same seed, copy and retry."""
     for plan in plan_copies(seed, copies, 2):
+        assert EffectsPlan(**attrs.asdict(plan)) == plan  # inside every bound, though not validated again
         assert plan.crop >= EDGE_CROP and plan.attempt == 0
         assert {plan.crop_x, plan.crop_y} & {0.0, 1.0}
         drawn = EffectsPlan.derive(seed, plan.copy_index, retry=plan.retry)

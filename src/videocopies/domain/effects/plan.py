@@ -285,8 +285,12 @@ def _edge_point(way_round: float) -> tuple[float, float]:
 
 
 def _moved(plan: EffectsPlan, spot: tuple[float, float], least_crop: float = RERENDER_CROP) -> EffectsPlan:
-    """The plan with its crop at least `least_crop` and its window at `spot`."""
-    return attrs.evolve(plan, crop=max(plan.crop, least_crop), crop_x=spot[0], crop_y=spot[1])
+    """The plan with its crop at least `least_crop` and its window at `spot`. Both stay inside
+    their bounds by construction (a unit test holds the validating constructor to that), so, as
+    in `derive`, the validators are not run again: a claim draws every plan of its job."""
+    values = {name: getattr(plan, name) for name in _NAMED}
+    values.update(crop=max(plan.crop, least_crop), crop_x=spot[0], crop_y=spot[1])
+    return EffectsPlan._assemble(**values)
 
 
 def _far_from(others: Iterable[EffectsPlan], seed: int, index: int, attempt: int) -> EffectsPlan:
