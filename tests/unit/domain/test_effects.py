@@ -25,6 +25,8 @@ from videocopies.domain.effects import (
     distance,
     plan_copies,
 )
+from videocopies.domain.effects.layout import SPOT_DECIMALS
+from videocopies.domain.effects.plan import DECIMALS
 from videocopies.domain.shared import DomainError
 
 seeds = st.integers(min_value=-(2**63), max_value=2**63)
@@ -399,3 +401,7 @@ def test_layout_2_spreads_an_orders_first_windows_round_the_edge(seed):
     places = sorted(way_round(p) for p in plan_copies(seed, 10, 2))
     gaps = [b - a for a, b in zip(places, places[1:], strict=False)] + [1 + places[0] - places[-1]]
     assert min(gaps) > 0.05
+
+
+def test_layout_spots_are_rounded_as_a_plans_amounts():
+    assert SPOT_DECIMALS == DECIMALS

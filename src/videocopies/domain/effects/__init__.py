@@ -1,9 +1,7 @@
 """Effects: the seeded, immutable plan of changes for each copy of a video."""
 
+from videocopies.domain.effects.layout import EDGE_CROP, LAYOUT, LAYOUTS
 from videocopies.domain.effects.plan import (
-    EDGE_CROP,
-    LAYOUT,
-    LAYOUTS,
     MAX_COPIES,
     MIN_PLAN_DISTANCE,
     PLAN_VERSION,

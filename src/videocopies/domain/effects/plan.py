@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import attrs
 
+from videocopies.domain.effects.layout import EDGE_CROP, LAYOUTS, edge_spots
 from videocopies.domain.shared import DomainError
 
 PLAN_VERSION = 1
@@ -38,16 +39,6 @@ CRF = (20, 24)
 # would pair them (docs/quality.md).
 RERENDER_CROP = 0.035
 RERENDER_SPOTS = ((0.0, 0.0), (1.0, 1.0), (1.0, 0.0), (0.0, 1.0), (0.5, 0.0), (0.5, 1.0), (0.0, 0.5), (1.0, 0.5))
-# How an order's first plans are laid out. Layout 1 draws each crop window anywhere, which on a
-# smooth picture left most of them near the centre, where the hash barely moves: on the talking
-# head half of the first renders were rendered again. Layout 2 crops each first plan at least
-# EDGE_CROP and walks its window round the frame's edge, copy i at the golden-ratio step i from a
-# point the seed picks, so an order's copies sit apart from each other as well as off-centre.
-# A job keeps its layout with its seed: one confirmed before layout 2 draws its plans as it did.
-LAYOUTS = (1, 2)
-LAYOUT = 2
-EDGE_CROP = 0.04
-_GOLDEN_STEP = (5**0.5 - 1) / 2
 
 
 @attrs.define
@@ -255,9 +246,8 @@ def plan_copies(seed: int, copies: int, layout: int = 1) -> tuple[EffectsPlan, .
     check_layout(layout)
     plans: list[EffectsPlan] = []
     positions: list[tuple[float, ...]] = []
-    start = _edge_start(seed) if layout == 2 else None
-    for index in range(copies):
-        spot = None if start is None else _edge_point(start + index * _GOLDEN_STEP)
+    spots: list[tuple[float, float] | None] = [*edge_spots(seed, copies)] if layout == 2 else [None] * copies
+    for index, spot in enumerate(spots):
         plan, here = _far_from_positions(positions, seed, index, 0, spot)
         plans.append(plan)
         positions.append(here)
@@ -267,21 +257,6 @@ def plan_copies(seed: int, copies: int, layout: int = 1) -> tuple[EffectsPlan, .
 def check_layout(layout: int) -> None:
     if type(layout) is not int or layout not in LAYOUTS:
         raise InvalidEffectsPlan(f"an order's plans are laid out as one of {LAYOUTS}, not {layout!r}")
-
-
-def _edge_start(seed: int) -> float:
-    """Where on the frame's edge an order's first copy crops, as a share of the way round."""
-    digest = hashlib.sha256(f"effects.layout2:{seed}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
-
-def _edge_point(way_round: float) -> tuple[float, float]:
-    """The crop window's (crop_x, crop_y) at a share of the way round the frame's edge,
-    clockwise from the top-left corner."""
-    sides = 4 * (way_round % 1.0)
-    side, along = int(sides), round(sides - int(sides), DECIMALS)
-    back = round(1.0 - along, DECIMALS)
-    return ((along, 0.0), (1.0, along), (back, 1.0), (0.0, back))[side]
 
 
 def _moved(plan: EffectsPlan, spot: tuple[float, float], least_crop: float = RERENDER_CROP) -> EffectsPlan:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import overload
 
+from videocopies.domain.effects.layout import LAYOUT
 from videocopies.domain.effects.plan import (
-    LAYOUT,
     MAX_COPIES,
     EffectsPlan,
     InvalidEffectsPlan,
